@@ -1,0 +1,34 @@
+// Package build turns one spec.Outbound into an outbound.Outbound: one switch
+// over the closed set of protocols. Construction opens no socket.
+package build
+
+import (
+	"fmt"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/outbound/block"
+	"switchyard/outbound/direct"
+	"switchyard/spec"
+)
+
+// Outbound builds o with deps.
+func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
+	var out outbound.Outbound
+	switch o.Type {
+	case "direct":
+		s, err := netx.ParseStrategy(o.AddressFamily)
+		if err != nil {
+			return nil, err
+		}
+		out = direct.New(s, deps)
+	case "block":
+		out = block.New()
+	default:
+		return nil, fmt.Errorf("unknown outbound type %q", o.Type)
+	}
+	if !o.UDP {
+		out = noUDP{out, o.Tag}
+	}
+	return out, nil
+}

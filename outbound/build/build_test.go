@@ -1,0 +1,33 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/spec"
+)
+
+func deps() outbound.Deps {
+	return outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, 0), Destinations: netx.SystemResolver{}, Logger: slog.New(slog.DiscardHandler)}
+}
+
+func TestBuildSwitch(t *testing.T) {
+	if _, err := Outbound(spec.Outbound{Tag: "x", Type: "vmess"}, deps()); err == nil || err.Error() != `unknown outbound type "vmess"` {
+		t.Fatalf("vmess: %v", err)
+	}
+	if _, err := Outbound(spec.Outbound{Tag: "d", Type: "direct", AddressFamily: "sideways"}, deps()); err == nil {
+		t.Fatal("bad address family built")
+	}
+	o, err := Outbound(spec.Outbound{Tag: "d", Type: "direct", UDP: false}, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
+	if !errors.Is(err, outbound.ErrNoUDP) {
+		t.Fatalf("udp = false: %v", err)
+	}
+}

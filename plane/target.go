@@ -1,0 +1,117 @@
+package plane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+)
+
+// OutboundID names one version of an outbound: tag@vN. Sub-links, guards and
+// tracked flows are keyed by it, never by the address of a target.
+type OutboundID struct {
+	Tag     string
+	Version uint32
+}
+
+func (id OutboundID) String() string { return fmt.Sprintf("%s@v%d", id.Tag, id.Version) }
+
+// ErrDrained ends a flow whose outbound version was closed by a drain.
+var ErrDrained = errors.New("the outbound this flow was opened on was drained")
+
+// Target is what a route names: one outbound version. Every stream and link
+// opened through it is guarded, so closing the target's flows (a drain with
+// close) ends them.
+type Target struct {
+	id  OutboundID
+	out outbound.Outbound
+
+	mu     sync.Mutex // guards closed and flows
+	closed bool
+	flows  map[closer]struct{}
+}
+
+type closer interface{ drain() }
+
+// NewTarget wraps an outbound built at id.
+func NewTarget(id OutboundID, out outbound.Outbound) *Target {
+	return &Target{id: id, out: out, flows: make(map[closer]struct{})}
+}
+
+// ID is the outbound version of the target.
+func (t *Target) ID() OutboundID { return t.id }
+
+// Outbound is the outbound the target opens flows on.
+func (t *Target) Outbound() outbound.Outbound { return t.out }
+
+// Resolve returns the leaf target a flow or packet goes to. prefer is the
+// version an association already uses, or nil. An outbound target is its own leaf.
+func (t *Target) Resolve(prefer *OutboundID) *Target { return t }
+
+// DialStream opens a TCP flow on the target's outbound and guards it.
+func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	c, err := t.out.DialStream(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	g := &guardedConn{Conn: c, t: t}
+	if !t.add(g) {
+		c.Close()
+		return nil, ErrDrained
+	}
+	return g, nil
+}
+
+// DialPacket opens a datagram link on the target's outbound and guards it.
+func (t *Target) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	l, err := t.out.DialPacket(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	g := &guardedLink{link: l, t: t}
+	if !t.add(g) {
+		l.Close()
+		return nil, ErrDrained
+	}
+	return g, nil
+}
+
+// CloseFlows ends every flow opened on this target, now and later, with
+// ErrDrained.
+func (t *Target) CloseFlows() {
+	t.mu.Lock()
+	t.closed = true
+	flows := t.flows
+	t.flows = make(map[closer]struct{})
+	t.mu.Unlock()
+	for f := range flows {
+		f.drain()
+	}
+}
+
+// Flows is the number of live flows opened on the target.
+func (t *Target) Flows() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.flows)
+}
+
+func (t *Target) add(c closer) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.flows[c] = struct{}{}
+	return true
+}
+
+func (t *Target) remove(c closer) {
+	t.mu.Lock()
+	delete(t.flows, c)
+	t.mu.Unlock()
+}

@@ -1,0 +1,221 @@
+// Package relay copies bytes both ways between two connections until both
+// directions have ended, honouring half-close, with an idle timeout.
+package relay
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchyard/netx"
+)
+
+// DefaultIdle is how long a flow may move no byte in either direction before
+// the relay ends it.
+const DefaultIdle = 5 * time.Minute
+
+// bufSize is the copy buffer of the userspace path.
+const bufSize = 32 * 1024
+
+// spliceChunk bounds one splice call sequence so byte counts stay current.
+const spliceChunk = 1 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+// Path says how one direction was copied.
+type Path uint8
+
+const (
+	// PathCopy moved bytes through a userspace buffer.
+	PathCopy Path = iota
+	// PathSplice moved bytes between two plain TCP sockets in the kernel.
+	PathSplice
+)
+
+// Result reports one relay: bytes a→b and b→a and how each direction went.
+type Result struct {
+	AToB, BToA         int64
+	PathAToB, PathBToA Path
+}
+
+// Pipe relays between a and b until both directions end (EOF from each side,
+// an error, or no byte either way for idle). It closes both conns before it
+// returns. idle <= 0 means DefaultIdle.
+func Pipe(a, b net.Conn, idle time.Duration) Result {
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	var (
+		res  Result
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	closeBoth := func() {
+		once.Do(func() {
+			a.Close()
+			b.Close()
+		})
+	}
+	ab := &direction{src: a, dst: b, idleFor: idle}
+	ba := &direction{src: b, dst: a, idleFor: idle}
+	ab.other, ba.other = ba, ab
+	ab.setup()
+	ba.setup()
+	run := func(d *direction, n *int64, p *Path) {
+		defer wg.Done()
+		err := d.run()
+		*n, *p = d.n, d.path
+		d.done.Store(true)
+		if err == nil {
+			if cw, ok := d.dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				// Half-close: the other direction may still be moving bytes;
+				// if it is idle, wake it so it can see this one has ended.
+				d.other.poke()
+				return
+			}
+		}
+		closeBoth()
+	}
+	wg.Add(2)
+	go run(ab, &res.AToB, &res.PathAToB)
+	run(ba, &res.BToA, &res.PathBToA)
+	wg.Wait()
+	closeBoth()
+	return res
+}
+
+// errIdle ends a direction when the flow moved nothing either way for a
+// whole idle window.
+var errIdle = errors.New("relay: idle timeout")
+
+// direction is one half of a relay. A read that times out with no byte moved
+// marks the direction idle; the flow ends once both are idle (or the other has
+// ended). Because the splice path reports progress only when a read returns,
+// an idle direction that finds the other marked idle pokes it (a read
+// deadline of now) so it reports whether bytes moved meanwhile.
+type direction struct {
+	src, dst net.Conn
+	idleFor  time.Duration
+	other    *direction
+	idle     atomic.Bool
+	done     atomic.Bool
+	deadline net.Conn // the conn whose read deadline bounds this direction
+
+	n    int64
+	path Path
+
+	tcpSrc, tcpDst       *net.TCPConn
+	srcLayers, dstLayers []netx.Observed
+}
+
+func (d *direction) poke() {
+	if c := d.deadline; c != nil {
+		c.SetReadDeadline(time.Now())
+	}
+}
+
+func (d *direction) arm() { d.deadline.SetReadDeadline(time.Now().Add(d.idleFor)) }
+
+// progress records moved bytes; quiet handles a read that timed out empty and
+// reports whether the flow is over.
+func (d *direction) progress() { d.idle.Store(false) }
+
+func (d *direction) quiet() bool {
+	d.idle.Store(true)
+	if d.other.done.Load() {
+		return true
+	}
+	if d.other.idle.Load() {
+		d.other.poke()
+	}
+	return false
+}
+
+// setup picks the path: splice when both ends are plain TCP sockets under
+// nothing but Observed wrappers, a userspace copy otherwise.
+func (d *direction) setup() {
+	rawSrc, srcLayers := netx.Unwrap(d.src)
+	rawDst, dstLayers := netx.Unwrap(d.dst)
+	ts, okSrc := rawSrc.(*net.TCPConn)
+	td, okDst := rawDst.(*net.TCPConn)
+	if okSrc && okDst {
+		d.path = PathSplice
+		d.deadline = ts
+		d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers = ts, td, srcLayers, dstLayers
+		return
+	}
+	d.path = PathCopy
+	d.deadline = d.src
+}
+
+func (d *direction) run() error {
+	if d.path == PathSplice {
+		return d.splice(d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers)
+	}
+	return d.copy()
+}
+
+// splice moves bytes with (*net.TCPConn).ReadFrom over a LimitedReader of the
+// source TCPConn, which Go implements with splice(2) on Linux.
+func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Observed) error {
+	lr := &io.LimitedReader{R: src}
+	for {
+		d.arm()
+		lr.N = spliceChunk
+		n, err := dst.ReadFrom(lr)
+		if n > 0 {
+			d.n += n
+			d.progress()
+			for _, l := range srcLayers {
+				l.ObserveRead(n)
+			}
+			for _, l := range dstLayers {
+				l.ObserveWrite(n)
+			}
+		}
+		switch {
+		case err != nil && isTimeout(err):
+			if n == 0 && d.quiet() {
+				return errIdle
+			}
+		case err != nil:
+			return err
+		case lr.N > 0: // the source reached EOF before the chunk was full
+			return nil
+		}
+	}
+}
+
+func (d *direction) copy() error {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		d.arm()
+		n, err := d.src.Read(buf)
+		if n > 0 {
+			d.progress()
+			w, werr := d.dst.Write(buf[:n])
+			d.n += int64(w)
+			if werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil && isTimeout(err):
+			if n == 0 && d.quiet() {
+				return errIdle
+			}
+		case err != nil:
+			return err
+		}
+	}
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the third-party peers the tests and benchmarks run against, at pinned
+# versions, into a cache folder, once. Prints nothing but errors; exports
+# nothing: callers read the paths with `scripts/peers.sh path NAME`.
+set -euo pipefail
+
+XRAY_VERSION=v1.260327.0
+CACHE=${SWITCHYARD_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard-peers}
+
+xray_bin() { echo "$CACHE/xray-$XRAY_VERSION/xray"; }
+
+install_xray() {
+	local bin
+	bin=$(xray_bin)
+	[ -x "$bin" ] && return 0
+	local dir
+	dir=$(dirname "$bin")
+	mkdir -p "$dir"
+	# Build outside this module so its go.mod is not consulted.
+	(cd "$dir" && GOFLAGS=-buildvcs=false GOBIN="$dir" go install "github.com/xtls/xray-core/main@$XRAY_VERSION")
+	mv "$dir/main" "$bin"
+}
+
+case "${1:-install}" in
+install)
+	install_xray
+	;;
+path)
+	case "${2:-}" in
+	xray) xray_bin ;;
+	*) echo "peers.sh: unknown peer ${2:-}" >&2; exit 2 ;;
+	esac
+	;;
+*)
+	echo "usage: scripts/peers.sh [install | path NAME]" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,105 @@
+// Package spec is the validated, immutable description of a running system.
+// The config loader lowers a file into a Spec; the supervisor builds from it
+// and, on reload, compares the parts of two Specs to decide what to rebuild.
+// Values are never mutated after lowering: compare parts with Equal.
+package spec
+
+import (
+	"net/netip"
+	"reflect"
+	"time"
+)
+
+// Spec is everything one apply builds.
+type Spec struct {
+	Log       Log
+	Socket    Socket
+	Dial      Dial
+	Reload    Reload
+	Inbounds  []Inbound
+	Outbounds []Outbound
+	Route     Route
+	Rules     []Rule
+}
+
+// Equal reports whether two parts of a spec (two Outbounds, two Inbounds, two
+// Specs...) describe the same thing.
+func Equal[T any](a, b T) bool { return reflect.DeepEqual(a, b) }
+
+type Log struct {
+	Level  string // trace | debug | info | warn | error
+	Format string // text | json
+}
+
+// Socket is the socket policy applied to every socket toward the network.
+type Socket struct {
+	Mark             uint32
+	Interface        string
+	BindAddresses    []netip.Addr // at most one per family
+	TCPKeepAliveIdle time.Duration
+}
+
+type Dial struct {
+	ConnectTimeout     time.Duration // one TCP connect attempt; default 10s
+	MaxConcurrentDials int           // default 64
+}
+
+// Drain is what a changed or removed outbound's live flows get.
+type Drain string
+
+const (
+	DrainKeep  Drain = "keep"
+	DrainClose Drain = "close"
+)
+
+type Reload struct {
+	Drain Drain
+}
+
+type User struct {
+	Username string
+	Password string
+}
+
+type Inbound struct {
+	Tag    string
+	Type   string // socks | http | mixed
+	Listen netip.AddrPort
+	UDP    bool
+	Users  []User
+	Sniff  bool
+}
+
+// Outbound is one outbound. Type is the canonical name ("direct", "block");
+// the loader maps aliases ("freedom", "blackhole").
+type Outbound struct {
+	Tag           string
+	Type          string
+	AddressFamily string // auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6
+	Drain         Drain  // "" = [reload].drain
+	UDP           bool   // false refuses UDP even where the protocol has it
+}
+
+type Route struct {
+	Final string // tag; default "direct"
+}
+
+type PortRange struct{ Lo, Hi uint16 }
+
+// Rule is one [[rules]] table. Empty keys match everything; all non-empty keys
+// must match (AND); the values of one key are alternatives (OR).
+type Rule struct {
+	Inbound       []string
+	Network       string // "" | tcp | udp
+	Domain        []string
+	DomainSuffix  []string
+	DomainKeyword []string
+	DomainRegex   []string
+	IPCIDR        []netip.Prefix
+	SourceIPCIDR  []netip.Prefix
+	Port          []uint16
+	PortRange     []PortRange
+	User          []string
+	Protocol      []string // tls | http | quic | dns
+	Outbound      string
+}
