@@ -1,0 +1,66 @@
+// Package config reads switchyard's TOML configuration and lowers it into a
+// spec.Spec. Decoding is strict: an unknown key is an error. Every problem
+// names its key and line, and one pass reports as many as it can find.
+//
+// The file format is documented in CONFIG.md. Only the sections something
+// implements are accepted; any other table or key is an unknown key.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"os"
+
+	"switchyard/spec"
+)
+
+//go:embed default.toml
+var defaultText []byte
+
+// Default returns the embedded default configuration text: one mixed
+// inbound "mixed-in" on 127.0.0.1:7890 with UDP, and direct as the final
+// outbound.
+func Default() []byte { return bytes.Clone(defaultText) }
+
+// Load reads and lowers the file at path; problems name the file by path.
+// Relative paths inside the file are relative to its folder. A file that
+// cannot be read is an error from the file system, not Errors.
+func Load(path string) (*spec.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse lowers TOML data. name is the file name used in error texts. Any
+// problem makes it return nil and Errors (every problem found, in line
+// order).
+func Parse(data []byte, name string) (*spec.Spec, error) {
+	ix := buildIndex(data)
+	var f fileConfig
+	unknown, fatal := decode(data, &f, ix)
+	if fatal != nil {
+		fatal.File = name
+		return nil, Errors{fatal}
+	}
+	l := newLowerer(ix)
+	s := l.lower(&f)
+
+	var errs Errors
+	for _, e := range unknown {
+		if !l.isRefused(e.Key) {
+			errs = append(errs, e)
+		}
+	}
+	errs = append(errs, l.errs...)
+	if len(errs) == 0 {
+		return s, nil
+	}
+	for _, e := range errs {
+		e.File = name
+	}
+	errs.sortByLine()
+	return nil, errs
+}

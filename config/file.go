@@ -1,0 +1,82 @@
+package config
+
+// The file structs mirror the TOML schema: one struct per table, decoded
+// strictly. A pointer field distinguishes "not written" from a zero value, so
+// that defaults can be filled in one place (defaults.go) and a written empty
+// value can be refused. Integers are decoded as int64 and range-checked while
+// lowering, so that an out-of-range value is reported with its key like any
+// other problem instead of stopping the decoder.
+
+type fileConfig struct {
+	Log       fileLog        `toml:"log"`
+	Socket    fileSocket     `toml:"socket"`
+	Dial      fileDial       `toml:"dial"`
+	Reload    fileReload     `toml:"reload"`
+	Inbounds  []fileInbound  `toml:"inbounds"`
+	Outbounds []fileOutbound `toml:"outbounds"`
+	Route     fileRoute      `toml:"route"`
+	Rules     []fileRule     `toml:"rules"`
+}
+
+type fileLog struct {
+	Level  *string `toml:"level"`
+	Format *string `toml:"format"`
+}
+
+type fileSocket struct {
+	Mark             int64    `toml:"mark"`
+	Interface        string   `toml:"interface"`
+	BindAddress      []string `toml:"bind_address"`
+	TCPKeepAliveIdle string   `toml:"tcp_keepalive_idle"`
+}
+
+type fileDial struct {
+	ConnectTimeout     *string `toml:"connect_timeout"`
+	MaxConcurrentDials *int64  `toml:"max_concurrent_dials"`
+}
+
+type fileReload struct {
+	Drain *string `toml:"drain"`
+}
+
+type fileInbound struct {
+	Tag    *string    `toml:"tag"`
+	Type   *string    `toml:"type"`
+	Listen *string    `toml:"listen"`
+	UDP    *bool      `toml:"udp"`
+	Users  []fileUser `toml:"users"`
+	Sniff  bool       `toml:"sniff"`
+}
+
+type fileUser struct {
+	Username *string `toml:"username"`
+	Password *string `toml:"password"`
+}
+
+type fileOutbound struct {
+	Tag           *string `toml:"tag"`
+	Type          *string `toml:"type"`
+	AddressFamily *string `toml:"address_family"`
+	Drain         string  `toml:"drain"`
+	UDP           *bool   `toml:"udp"`
+}
+
+type fileRoute struct {
+	Final *string `toml:"final"`
+}
+
+type fileRule struct {
+	Inbound       []string `toml:"inbound"`
+	Network       string   `toml:"network"`
+	Domain        []string `toml:"domain"`
+	DomainSuffix  []string `toml:"domain_suffix"`
+	DomainKeyword []string `toml:"domain_keyword"`
+	DomainRegex   []string `toml:"domain_regex"`
+	IPCIDR        []string `toml:"ip_cidr"`
+	SourceIPCIDR  []string `toml:"source_ip_cidr"`
+	Port          []int64  `toml:"port"`
+	PortRange     []string `toml:"port_range"`
+	User          []string `toml:"user"`
+	Protocol      []string `toml:"protocol"`
+	Outbound      *string  `toml:"outbound"`
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"switchyard/spec"
+)
+
+// lowerer checks the decoded file and lowers it into a spec. It collects
+// every problem rather than stopping at the first.
+type lowerer struct {
+	ix   *index
+	errs []*Error
+
+	// refused holds the keys of inbounds and outbounds whose type was
+	// refused: unknown keys inside them are not worth reporting on top.
+	refused []string
+	// Tags declared in the file, with the key that declared each first.
+	inboundTags  map[string]string
+	outboundTags map[string]string
+}
+
+func newLowerer(ix *index) *lowerer {
+	return &lowerer{ix: ix, inboundTags: map[string]string{}, outboundTags: map[string]string{}}
+}
+
+// errorf records a problem with key, on the line where key is written (or
+// where its table is, for a missing key).
+func (l *lowerer) errorf(key, format string, args ...any) {
+	l.errs = append(l.errs, &Error{Line: l.ix.line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *lowerer) lower(f *fileConfig) *spec.Spec {
+	s := &spec.Spec{
+		Log: spec.Log{
+			Level:  l.enum("log.level", f.Log.Level, defaultLogLevel, logLevels),
+			Format: l.enum("log.format", f.Log.Format, defaultLogFormat, logFormats),
+		},
+		Socket: l.socket(&f.Socket),
+		Dial:   l.dial(&f.Dial),
+		Reload: spec.Reload{
+			Drain: spec.Drain(l.enum("reload.drain", f.Reload.Drain, string(defaultReloadDrain), drains)),
+		},
+		Inbounds:  l.inbounds(f.Inbounds),
+		Outbounds: l.outbounds(f.Outbounds),
+	}
+	final := defaultFinal
+	if f.Route.Final != nil {
+		final = *f.Route.Final
+		l.outboundRef("route.final", final)
+	}
+	s.Route = spec.Route{Final: final}
+	s.Rules = l.rules(f.Rules)
+	return s
+}
+
+func (l *lowerer) socket(f *fileSocket) spec.Socket {
+	var s spec.Socket
+	if f.Mark < 0 || f.Mark > math.MaxUint32 {
+		l.errorf("socket.mark", "%d is out of range 0..%d", f.Mark, uint32(math.MaxUint32))
+	} else {
+		s.Mark = uint32(f.Mark)
+	}
+	s.Interface = f.Interface
+	var v4, v6 string
+	for i, text := range f.BindAddress {
+		key := fmt.Sprintf("socket.bind_address[%d]", i)
+		ip, err := netip.ParseAddr(text)
+		if err != nil || ip.Zone() != "" {
+			l.errorf(key, "%q is not an IP address", text)
+			continue
+		}
+		ip = ip.Unmap()
+		first, family := &v6, "IPv6"
+		if ip.Is4() {
+			first, family = &v4, "IPv4"
+		}
+		if *first != "" {
+			l.errorf(key, "a second %s address (%s has one); give at most one per family", family, *first)
+			continue
+		}
+		*first = key
+		s.BindAddresses = append(s.BindAddresses, ip)
+	}
+	if f.TCPKeepAliveIdle != "" {
+		s.TCPKeepAliveIdle = l.positiveDuration("socket.tcp_keepalive_idle", f.TCPKeepAliveIdle, `"" for the OS default`)
+	}
+	return s
+}
+
+func (l *lowerer) dial(f *fileDial) spec.Dial {
+	d := spec.Dial{ConnectTimeout: defaultConnectTimeout, MaxConcurrentDials: defaultMaxConcurrentDials}
+	if f.ConnectTimeout != nil {
+		if v := l.positiveDuration("dial.connect_timeout", *f.ConnectTimeout, ""); v > 0 {
+			d.ConnectTimeout = v
+		}
+	}
+	if n := f.MaxConcurrentDials; n != nil {
+		if *n < 1 || *n > math.MaxInt32 {
+			l.errorf("dial.max_concurrent_dials", "%d is out of range 1..%d", *n, math.MaxInt32)
+		} else {
+			d.MaxConcurrentDials = int(*n)
+		}
+	}
+	return d
+}
+
+// positiveDuration parses a Go duration that must be above zero; it returns
+// 0 after recording a problem.
+func (l *lowerer) positiveDuration(key, text, hint string) time.Duration {
+	if hint != "" {
+		hint = "; use " + hint
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		l.errorf(key, "%q is not a duration (such as \"30s\" or \"1m30s\")%s", text, hint)
+		return 0
+	}
+	if d <= 0 {
+		l.errorf(key, "%q must be above zero%s", text, hint)
+		return 0
+	}
+	return d
+}
+
+// enum returns the value written at key, or def when it is not written. A
+// value outside allowed is a problem (and def is returned).
+func (l *lowerer) enum(key string, v *string, def string, allowed []string) string {
+	if v == nil {
+		return def
+	}
+	if !l.oneOf(key, *v, allowed) {
+		return def
+	}
+	return *v
+}
+
+// oneOf reports whether v is in allowed, recording a problem when not.
+func (l *lowerer) oneOf(key, v string, allowed []string) bool {
+	if slices.Contains(allowed, v) {
+		return true
+	}
+	l.errorf(key, "%q is not one of %s", v, strings.Join(allowed, " | "))
+	return false
+}
+
+// required returns the non-empty string written at key.
+func (l *lowerer) required(key string, v *string) (string, bool) {
+	switch {
+	case v == nil:
+		l.errorf(key, "required key is missing")
+		return "", false
+	case *v == "":
+		l.errorf(key, "must not be empty")
+		return "", false
+	}
+	return *v, true
+}
+
+// outboundRef checks that tag names an outbound, declared or implicit.
+func (l *lowerer) outboundRef(key, tag string) {
+	if _, ok := l.outboundTags[tag]; ok || tag == tagDirect || tag == tagBlock {
+		return
+	}
+	l.errorf(key, "unknown outbound %q", tag)
+}
+
+// isRefused reports whether key lies inside an inbound or outbound whose
+// type was refused.
+func (l *lowerer) isRefused(key string) bool {
+	for _, r := range l.refused {
+		if key == r || strings.HasPrefix(key, r+".") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"switchyard/spec"
+)
+
+// rules lowers [[rules]]. Inbound and outbound tags must already be recorded.
+func (l *lowerer) rules(fs []fileRule) []spec.Rule {
+	var out []spec.Rule
+	for i := range fs {
+		f := &fs[i]
+		key := fmt.Sprintf("rules[%d]", i)
+		r := spec.Rule{
+			Inbound:       l.inboundRefs(key+".inbound", f.Inbound),
+			Domain:        l.domains(key+".domain", f.Domain, false),
+			DomainSuffix:  l.domains(key+".domain_suffix", f.DomainSuffix, true),
+			DomainKeyword: l.domains(key+".domain_keyword", f.DomainKeyword, false),
+			DomainRegex:   l.regexes(key+".domain_regex", f.DomainRegex),
+			IPCIDR:        l.prefixes(key+".ip_cidr", f.IPCIDR),
+			SourceIPCIDR:  l.prefixes(key+".source_ip_cidr", f.SourceIPCIDR),
+			Port:          l.ports(key+".port", f.Port),
+			PortRange:     l.portRanges(key+".port_range", f.PortRange),
+			User:          l.nonEmpty(key+".user", f.User),
+			Protocol:      l.enumList(key+".protocol", f.Protocol, protocols),
+		}
+		if f.Network != "" && l.oneOf(key+".network", f.Network, networks) {
+			r.Network = f.Network
+		}
+		if tag, ok := l.required(key+".outbound", f.Outbound); ok {
+			l.outboundRef(key+".outbound", tag)
+			r.Outbound = tag
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// eachString calls fn with the key of every element of vs.
+func eachString(key string, vs []string, fn func(ekey, v string)) {
+	for i, v := range vs {
+		fn(fmt.Sprintf("%s[%d]", key, i), v)
+	}
+}
+
+func (l *lowerer) nonEmpty(key string, vs []string) []string {
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		if v == "" {
+			l.errorf(ekey, "must not be empty")
+			return
+		}
+		out = append(out, v)
+	})
+	return out
+}
+
+func (l *lowerer) inboundRefs(key string, vs []string) []string {
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		if _, ok := l.inboundTags[v]; !ok {
+			l.errorf(ekey, "unknown inbound %q", v)
+		}
+		out = append(out, v)
+	})
+	return out
+}
+
+func (l *lowerer) enumList(key string, vs []string, allowed []string) []string {
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		if l.oneOf(ekey, v, allowed) {
+			out = append(out, v)
+		}
+	})
+	return out
+}
+
+// domains lowercases names; for a suffix, one leading dot is dropped
+// (".example.com" and "example.com" are the same suffix).
+func (l *lowerer) domains(key string, vs []string, suffix bool) []string {
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		d := strings.ToLower(v)
+		if suffix {
+			d = strings.TrimPrefix(d, ".")
+		}
+		if d == "" {
+			l.errorf(ekey, "must not be empty")
+			return
+		}
+		out = append(out, d)
+	})
+	return out
+}
+
+func (l *lowerer) regexes(key string, vs []string) []string {
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		if _, err := regexp.Compile(v); err != nil {
+			l.errorf(ekey, "bad regex %q: %s", v, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			return
+		}
+		out = append(out, v)
+	})
+	return out
+}
+
+// prefixes parses CIDR prefixes, masked. A bare IP is a single-address
+// prefix. An IPv4-mapped IPv6 prefix becomes its IPv4 form, since flows
+// carry IPv4 addresses unmapped.
+func (l *lowerer) prefixes(key string, vs []string) []netip.Prefix {
+	var out []netip.Prefix
+	eachString(key, vs, func(ekey, v string) {
+		p, ok := parsePrefix(v)
+		if !ok {
+			l.errorf(ekey, "%q is not an IP prefix (such as \"10.0.0.0/8\", \"fd00::/8\") or an IP address", v)
+			return
+		}
+		out = append(out, p)
+	})
+	return out
+}
+
+func parsePrefix(s string) (netip.Prefix, bool) {
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return netip.Prefix{}, false
+		}
+	} else {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return netip.Prefix{}, false
+		}
+		p = netip.PrefixFrom(ip, ip.BitLen())
+	}
+	if ip := p.Addr(); ip.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(ip.Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), true
+}
+
+func (l *lowerer) ports(key string, vs []int64) []uint16 {
+	var out []uint16
+	for i, v := range vs {
+		if v < 0 || v > 65535 {
+			l.errorf(fmt.Sprintf("%s[%d]", key, i), "port %d is out of range 0..65535", v)
+			continue
+		}
+		out = append(out, uint16(v))
+	}
+	return out
+}
+
+func (l *lowerer) portRanges(key string, vs []string) []spec.PortRange {
+	var out []spec.PortRange
+	eachString(key, vs, func(ekey, v string) {
+		loText, hiText, found := strings.Cut(v, ":")
+		lo, errLo := strconv.ParseUint(loText, 10, 16)
+		hi, errHi := strconv.ParseUint(hiText, 10, 16)
+		switch {
+		case !found || errLo != nil || errHi != nil:
+			l.errorf(ekey, "%q is not a port range \"low:high\" of ports 0..65535", v)
+		case lo > hi:
+			l.errorf(ekey, "%q: the low port is above the high port", v)
+		default:
+			out = append(out, spec.PortRange{Lo: uint16(lo), Hi: uint16(hi)})
+		}
+	})
+	return out
+}
