@@ -18,6 +18,9 @@ const (
 	defaultAddressFamily      = "auto"
 	defaultOutboundUDP        = true
 	defaultFinal              = tagDirect
+	defaultBalancerStrategy   = "failover"
+	defaultProbeInterval      = 30 * time.Second
+	defaultProbeTimeout       = 5 * time.Second
 )
 
 // The outbound tags that always exist.
@@ -45,6 +48,13 @@ var (
 	addressFamilies = []string{"auto", "ipv4_only", "ipv6_only", "prefer_ipv4", "prefer_ipv6"}
 	networks        = []string{"tcp", "udp"}
 	protocols       = []string{"tls", "http", "quic", "dns"}
+	strategies      = []string{"failover", "round_robin"}
+
+	// probeableTypes are the canonical outbound types with an upstream a
+	// balancer's TCP health probe can reach: the proxy clients over a
+	// stream. direct and block have no upstream; UDP-based clients would be
+	// marked down for ever by a TCP connect.
+	probeableTypes = []string{"socks", "http", "shadowsocks", "trojan", "vless", "vmess"}
 
 	// outboundTypes maps every accepted outbound type, aliases included, to
 	// its canonical name.

@@ -41,15 +41,12 @@ colour = "blue"
 servers = ["udp://1.1.1.1:53"]
 [[groups]]
 tag = "proxy"
-[[balancers]]
-tag = "pool"
 [[groups]]
 tag = "auto"
 `, []want{
 			{1, "dns", `unknown key "dns"`},
 			{3, "groups[0]", `unknown key "groups"`},
-			{5, "balancers[0]", `unknown key "balancers"`},
-			{7, "groups[1]", `unknown key "groups"`},
+			{5, "groups[1]", `unknown key "groups"`},
 		}},
 
 		{"unknown key inside the second inbound", socksIn + `
@@ -368,6 +365,168 @@ format =
 level = "info"
 level = "debug"
 `, []want{{3, "log.level", "already defined"}}},
+
+		{"balancer tag missing or empty", `[[balancers]]
+members = ["direct"]
+[[balancers]]
+tag = ""
+members = ["direct"]
+`, []want{
+			{1, "balancers[0].tag", "required key is missing"},
+			{2, "balancers[0].members[0]", "balancer : outbound direct has no upstream a TCP health probe can reach"},
+			{4, "balancers[1].tag", "balancer : a balancer tag must not be empty"},
+			{5, "balancers[1].members[0]", "balancer : outbound direct has no upstream a TCP health probe can reach"},
+		}},
+
+		{"balancer tags share the outbound namespace", `[[outbounds]]
+tag = "out"
+type = "direct"
+[[balancers]]
+tag = "pool"
+members = ["nowhere"]
+[[balancers]]
+tag = "pool"
+members = ["nowhere"]
+[[balancers]]
+tag = "out"
+members = ["nowhere"]
+[[balancers]]
+tag = "direct"
+members = ["nowhere"]
+[[balancers]]
+tag = "block"
+members = ["nowhere"]
+`, []want{
+			{6, "balancers[0].members[0]", "balancer pool references unknown outbound nowhere"},
+			{8, "balancers[1].tag", "duplicate balancer tag pool"},
+			{9, "balancers[1].members[0]", "balancer pool references unknown outbound nowhere"},
+			{11, "balancers[2].tag", "duplicate balancer tag out"},
+			{12, "balancers[2].members[0]", "balancer out references unknown outbound nowhere"},
+			{14, "balancers[3].tag", "duplicate balancer tag direct"},
+			{15, "balancers[3].members[0]", "balancer direct references unknown outbound nowhere"},
+			{17, "balancers[4].tag", "duplicate balancer tag block"},
+			{18, "balancers[4].members[0]", "balancer block references unknown outbound nowhere"},
+		}},
+
+		{"balancer tag equal to an outbound declared after it", `[[balancers]]
+tag = "late"
+members = ["x"]
+[[outbounds]]
+tag = "late"
+type = "block"
+`, []want{
+			{2, "balancers[0].tag", "duplicate balancer tag late"},
+			{3, "balancers[0].members[0]", "balancer late references unknown outbound x"},
+		}},
+
+		{"balancer without members", `[[balancers]]
+tag = "a"
+[[balancers]]
+tag = "b"
+members = []
+`, []want{
+			{1, "balancers[0].members", "balancer a has no members"},
+			{5, "balancers[1].members", "balancer b has no members"},
+		}},
+
+		{"balancer members are outbounds only", `[[balancers]]
+tag = "inner"
+members = ["gone"]
+[[balancers]]
+tag = "outer"
+members = [
+  "inner",
+  "",
+]
+`, []want{
+			{3, "balancers[0].members[0]", "balancer inner references unknown outbound gone"},
+			{7, "balancers[1].members[0]", "balancer outer references unknown outbound inner"},
+			{8, "balancers[1].members[1]", "balancer outer references unknown outbound "},
+		}},
+
+		{"balancer members need a TCP upstream", `[[outbounds]]
+tag = "out"
+type = "freedom"
+[[outbounds]]
+tag = "deny"
+type = "blackhole"
+[[balancers]]
+tag = "pool"
+members = ["out", "deny", "direct", "block"]
+`, []want{
+			{9, "balancers[0].members[0]", "balancer pool: outbound out has no upstream a TCP health probe can reach"},
+			{9, "balancers[0].members[1]", "balancer pool: outbound deny has no upstream a TCP health probe can reach"},
+			{9, "balancers[0].members[2]", "balancer pool: outbound direct has no upstream a TCP health probe can reach"},
+			{9, "balancers[0].members[3]", "balancer pool: outbound block has no upstream a TCP health probe can reach"},
+		}},
+
+		{"balancer member with a refused type adds no problem", `[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "192.0.2.1:8388"
+[[outbounds]]
+tag = "wg"
+type = "wireguard"
+[[outbounds]]
+tag = "typeless"
+[[balancers]]
+tag = "pool"
+members = ["ss", "wg", "typeless"]
+`, []want{
+			{3, "outbounds[0].type", `unknown outbound type "shadowsocks"`},
+			{7, "outbounds[1].type", `unknown outbound type "wireguard"`},
+			{8, "outbounds[2].type", "required key is missing"},
+		}},
+
+		{"balancer strategy and probe durations", `[[balancers]]
+tag = "pool"
+members = ["nowhere"]
+strategy = "random"
+probe_interval = "0s"
+probe_timeout = "5"
+[[balancers]]
+tag = "p2"
+members = ["nowhere"]
+strategy = "Failover"
+probe_interval = "-1s"
+`, []want{
+			{3, "balancers[0].members[0]", "balancer pool references unknown outbound nowhere"},
+			{4, "balancers[0].strategy", `balancer pool: unknown balancer strategy "random" (expected "failover" or "round_robin")`},
+			{5, "balancers[0].probe_interval", `"0s" must be above zero`},
+			{6, "balancers[0].probe_timeout", `"5" is not a duration`},
+			{9, "balancers[1].members[0]", "balancer p2 references unknown outbound nowhere"},
+			{10, "balancers[1].strategy", `balancer p2: unknown balancer strategy "Failover" (expected "failover" or "round_robin")`},
+			{11, "balancers[1].probe_interval", `"-1s" must be above zero`},
+		}},
+
+		{"unknown key in a balancer", `[[balancers]]
+tag = "pool"
+members = ["nowhere"]
+probe = "tcp"
+`, []want{
+			{3, "balancers[0].members[0]", "balancer pool references unknown outbound nowhere"},
+			{4, "balancers[0].probe", `unknown key "probe"`},
+		}},
+
+		{"wrong type in a balancer", `[[balancers]]
+tag = "pool"
+members = "direct"
+`, []want{{3, "balancers[0].members", "expected a list of strings, found a string"}}},
+
+		{"rules and route.final may name a balancer", `[[balancers]]
+tag = "pool"
+members = ["direct"]
+[[rules]]
+port = [443]
+outbound = "pool"
+[[rules]]
+outbound = "poll"
+[route]
+final = "pool"
+`, []want{
+			{3, "balancers[0].members[0]", "balancer pool: outbound direct has no upstream a TCP health probe can reach"},
+			{8, "rules[1].outbound", `unknown outbound "poll"`},
+		}},
 
 		{"problems from every section in line order", `[[rules]]
 outbound = "nowhere"

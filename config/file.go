@@ -14,6 +14,7 @@ type fileConfig struct {
 	Reload    fileReload     `toml:"reload"`
 	Inbounds  []fileInbound  `toml:"inbounds"`
 	Outbounds []fileOutbound `toml:"outbounds"`
+	Balancers []fileBalancer `toml:"balancers"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
 }
@@ -59,6 +60,14 @@ type fileOutbound struct {
 	AddressFamily *string `toml:"address_family"`
 	Drain         string  `toml:"drain"`
 	UDP           *bool   `toml:"udp"`
+}
+
+type fileBalancer struct {
+	Tag           *string  `toml:"tag"`
+	Members       []string `toml:"members"`
+	Strategy      *string  `toml:"strategy"`
+	ProbeInterval *string  `toml:"probe_interval"`
+	ProbeTimeout  *string  `toml:"probe_timeout"`
 }
 
 type fileRoute struct {

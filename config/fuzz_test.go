@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[outbounds]]\ntag = \"d\"\ntype = \"freedom\"\n[[rules]]\nip_cidr = [\"10.0.0.0/8\"]\noutbound = \"d\"\n"))
 	f.Add([]byte("inbounds = [{ tag = \"a\", type = \"socks\", listen = \"[::1]:1080\", users = [{ username = \"u\", password = \"p\" }] }]\n"))
 	f.Add([]byte("[log]\nLevel = 1\n[[groups]]\n"))
+	f.Add([]byte("[[balancers]]\ntag = \"pool\"\nmembers = [\"direct\", \"pool\"]\nstrategy = \"round_robin\"\nprobe_interval = \"10s\"\nprobe_timeout = \"1s\"\n[route]\nfinal = \"pool\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.toml")
 		if err != nil {

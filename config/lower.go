@@ -23,10 +23,20 @@ type lowerer struct {
 	// Tags declared in the file, with the key that declared each first.
 	inboundTags  map[string]string
 	outboundTags map[string]string
+	balancerTags map[string]string
+	// declaredTypes maps a declared outbound tag to its canonical type, when
+	// the type was accepted.
+	declaredTypes map[string]string
 }
 
 func newLowerer(ix *index) *lowerer {
-	return &lowerer{ix: ix, inboundTags: map[string]string{}, outboundTags: map[string]string{}}
+	return &lowerer{
+		ix:            ix,
+		inboundTags:   map[string]string{},
+		outboundTags:  map[string]string{},
+		balancerTags:  map[string]string{},
+		declaredTypes: map[string]string{},
+	}
 }
 
 // errorf records a problem with key, on the line where key is written (or
@@ -48,6 +58,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		},
 		Inbounds:  l.inbounds(f.Inbounds),
 		Outbounds: l.outbounds(f.Outbounds),
+		Balancers: l.balancers(f.Balancers),
 	}
 	final := defaultFinal
 	if f.Route.Final != nil {
@@ -162,12 +173,31 @@ func (l *lowerer) required(key string, v *string) (string, bool) {
 	return *v, true
 }
 
-// outboundRef checks that tag names an outbound, declared or implicit.
+// outboundRef checks that tag names a route target: an outbound, declared or
+// implicit, or a balancer.
 func (l *lowerer) outboundRef(key, tag string) {
-	if _, ok := l.outboundTags[tag]; ok || tag == tagDirect || tag == tagBlock {
+	if _, ok := l.outboundType(tag); ok {
+		return
+	}
+	if _, ok := l.balancerTags[tag]; ok {
 		return
 	}
 	l.errorf(key, "unknown outbound %q", tag)
+}
+
+// outboundType returns the canonical type of the outbound tagged tag,
+// declared or implicit. known is false when no outbound has the tag; typ is
+// "" when the declared outbound's type was missing or refused.
+func (l *lowerer) outboundType(tag string) (typ string, known bool) {
+	if _, ok := l.outboundTags[tag]; ok {
+		return l.declaredTypes[tag], true
+	}
+	for _, o := range implicitOutbounds {
+		if o.Tag == tag {
+			return o.Type, true
+		}
+	}
+	return "", false
 }
 
 // isRefused reports whether key lies inside an inbound or outbound whose

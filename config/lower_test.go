@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +277,89 @@ func TestLoad(t *testing.T) {
 	_, err = Load(filepath.Join(dir, "missing.toml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Load of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// lowerWith lowers text as Parse does, with outbounds of the given canonical
+// types (tag -> type) declared beside the file's own. The loader accepts no
+// outbound type a balancer member may have yet, so a balancer that lowers
+// without a problem can only be built this way.
+func lowerWith(t *testing.T, text string, declared map[string]string) (*spec.Spec, []*Error) {
+	t.Helper()
+	ix := buildIndex([]byte(text))
+	var f fileConfig
+	unknown, fatal := decode([]byte(text), &f, ix)
+	if fatal != nil || len(unknown) > 0 {
+		t.Fatalf("decode: %v %v", fatal, unknown)
+	}
+	l := newLowerer(ix)
+	for tag, typ := range declared {
+		l.outboundTags[tag] = "outbounds"
+		l.declaredTypes[tag] = typ
+	}
+	return l.lower(&f), l.errs
+}
+
+func TestBalancerLowering(t *testing.T) {
+	s, errs := lowerWith(t, `
+[[balancers]]
+tag = "pool"
+members = ["ss", "trojan"]
+[[balancers]]
+tag = "rr"
+members = ["vmess", "socks", "http", "vless", "ss"]
+strategy = "round_robin"
+probe_interval = "1m30s"
+probe_timeout = "2s"
+[[balancers]]
+tag = "fo"
+members = ["vless"]
+strategy = "failover"
+[[rules]]
+port = [443]
+outbound = "rr"
+[route]
+final = "pool"
+`, map[string]string{
+		"ss": "shadowsocks", "trojan": "trojan", "vless": "vless",
+		"vmess": "vmess", "socks": "socks", "http": "http",
+	})
+	if len(errs) > 0 {
+		t.Fatalf("problems: %v", Errors(errs))
+	}
+	want := []spec.Balancer{
+		{Tag: "pool", Members: []string{"ss", "trojan"}, Strategy: "failover",
+			ProbeInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
+		{Tag: "rr", Members: []string{"vmess", "socks", "http", "vless", "ss"}, Strategy: "round_robin",
+			ProbeInterval: 90 * time.Second, ProbeTimeout: 2 * time.Second},
+		{Tag: "fo", Members: []string{"vless"}, Strategy: "failover",
+			ProbeInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
+	}
+	if !spec.Equal(s.Balancers, want) {
+		t.Fatalf("got  %+v\nwant %+v", s.Balancers, want)
+	}
+	if s.Route.Final != "pool" || len(s.Rules) != 1 || s.Rules[0].Outbound != "rr" {
+		t.Fatalf("route %+v, rules %+v", s.Route, s.Rules)
+	}
+}
+
+func TestBalancerMemberTypes(t *testing.T) {
+	declared := map[string]string{"hy2": "hysteria2", "wg": "wireguard", "d": "direct", "ss": "shadowsocks"}
+	_, errs := lowerWith(t, `
+[[balancers]]
+tag = "pool"
+members = ["ss", "hy2", "wg", "d"]
+`, declared)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Key+": "+e.Msg)
+	}
+	want := []string{
+		"balancers[0].members[1]: balancer pool: outbound hy2 has no upstream a TCP health probe can reach",
+		"balancers[0].members[2]: balancer pool: outbound wg has no upstream a TCP health probe can reach",
+		"balancers[0].members[3]: balancer pool: outbound d has no upstream a TCP health probe can reach",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }

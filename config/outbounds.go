@@ -17,12 +17,14 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		var o spec.Outbound
 
 		// The tag is recorded even when the type is refused, so that rules
-		// naming it do not add a second problem.
+		// and balancers naming it do not add a second problem.
+		first := false // this is the first outbound with its tag
 		if tag, ok := l.required(key+".tag", f.Tag); ok {
-			if first, dup := l.outboundTags[tag]; dup {
-				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %d)", tag, l.ix.line(first))
+			if firstKey, dup := l.outboundTags[tag]; dup {
+				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %d)", tag, l.ix.line(firstKey))
 			} else {
 				l.outboundTags[tag] = key + ".tag"
+				first = true
 			}
 			o.Tag = tag
 		}
@@ -40,6 +42,9 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 			continue
 		}
 		o.Type = canonical
+		if first {
+			l.declaredTypes[o.Tag] = canonical
+		}
 
 		switch {
 		case canonical == "direct":
