@@ -28,7 +28,8 @@ var ErrDrained = errors.New("the outbound this flow was opened on was drained")
 // close) ends them.
 type Target struct {
 	id  OutboundID
-	out outbound.Outbound
+	out outbound.Outbound // nil for a selector target
+	sel Selector          // set for a balancer: it picks a leaf per flow
 
 	mu     sync.Mutex // guards closed and flows
 	closed bool
@@ -42,18 +43,57 @@ func NewTarget(id OutboundID, out outbound.Outbound) *Target {
 	return &Target{id: id, out: out, flows: make(map[closer]struct{})}
 }
 
+// Selector picks the leaf target of each flow or packet: a balancer.
+type Selector interface {
+	// SelectPreferring returns a member target; prefer is the version an
+	// association already uses, or nil.
+	SelectPreferring(prefer *OutboundID) *Target
+}
+
+// NewSelectorTarget is the target of a balancer named id. It is never
+// drained itself: flows through it are guarded by the member they go to.
+func NewSelectorTarget(id OutboundID, s Selector) *Target {
+	return &Target{id: id, sel: s, flows: make(map[closer]struct{})}
+}
+
+// IsSelector reports whether the target is a balancer.
+func (t *Target) IsSelector() bool { return t.sel != nil }
+
 // ID is the outbound version of the target.
 func (t *Target) ID() OutboundID { return t.id }
 
-// Outbound is the outbound the target opens flows on.
+// Outbound is the outbound the target opens flows on; nil for a selector.
 func (t *Target) Outbound() outbound.Outbound { return t.out }
 
 // Resolve returns the leaf target a flow or packet goes to. prefer is the
-// version an association already uses, or nil. An outbound target is its own leaf.
-func (t *Target) Resolve(prefer *OutboundID) *Target { return t }
+// version an association already uses, or nil. An outbound target is its
+// own leaf; a balancer picks a member now.
+func (t *Target) Resolve(prefer *OutboundID) *Target {
+	if t.sel != nil {
+		return t.sel.SelectPreferring(prefer)
+	}
+	return t
+}
 
-// DialStream opens a TCP flow on the target's outbound and guards it.
+// leaf resolves t for a dial that was not resolved by its caller.
+func (t *Target) leaf() (*Target, error) {
+	l := t.Resolve(nil)
+	if l.sel != nil {
+		return nil, fmt.Errorf("balancer member %s is itself a balancer", l.id)
+	}
+	return l, nil
+}
+
+// DialStream opens a TCP flow on the target's outbound (a balancer's chosen
+// member) and guards it by that outbound version.
 func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	if t.sel != nil {
+		l, err := t.leaf()
+		if err != nil {
+			return nil, err
+		}
+		return l.DialStream(ctx, f)
+	}
 	c, err := t.out.DialStream(ctx, f)
 	if err != nil {
 		return nil, err
@@ -68,6 +108,13 @@ func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) 
 
 // DialPacket opens a datagram link on the target's outbound and guards it.
 func (t *Target) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	if t.sel != nil {
+		l, err := t.leaf()
+		if err != nil {
+			return nil, err
+		}
+		return l.DialPacket(ctx, f)
+	}
 	l, err := t.out.DialPacket(ctx, f)
 	if err != nil {
 		return nil, err
