@@ -1,0 +1,238 @@
+package http
+
+import (
+	"bufio"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"switchyard/inbound/internal/serve"
+	"switchyard/outbound"
+	"switchyard/route/sniff"
+)
+
+const (
+	// maxDiscard is the largest request body read and dropped to keep a
+	// connection open after a refusal; a larger one closes it.
+	maxDiscard = 256 << 10
+	// maxHead bounds a request head (net/http's DefaultMaxHeaderBytes) and
+	// what the reader may have buffered past it.
+	maxHead = 1<<20 + 4096
+	// lingerTimeout bounds the drain of a closing connection's input.
+	lingerTimeout = 500 * time.Millisecond
+)
+
+// errHeadTooLarge ends a connection whose request head exceeds maxHead.
+var errHeadTooLarge = errors.New("request head too large")
+
+// session is one client connection.
+type session struct {
+	s   *Server
+	c   net.Conn // the accepted conn, handed to the relay for tunnels
+	src netip.AddrPort
+	log *slog.Logger
+
+	cr *timed              // c's reads, under the deadline of the phase
+	pr *serve.PrefixReader // the bytes given to ServeConn, then cr
+	lr *headLimit          // pr, bounded while a head is read
+	br *bufio.Reader       // requests are parsed from here
+	bw *bufio.Writer       // responses are written here, then flushed
+	up *upstream           // the origin connection kept for the next request
+}
+
+func (s *Server) handle(c net.Conn, first []byte) {
+	src := serve.AddrPort(c.RemoteAddr())
+	ss := &session{s: s, c: c, src: src, log: s.log.With("source", src)}
+	ss.cr = &timed{Conn: c}
+	ss.pr = &serve.PrefixReader{Head: first, R: ss.cr}
+	ss.lr = &headLimit{r: ss.pr}
+	ss.br = bufio.NewReader(ss.lr)
+	ss.bw = bufio.NewWriter(&timed{Conn: c, idle: forwardIdle})
+	defer ss.dropUpstream()
+	ss.run()
+}
+
+// run serves requests until one ends the connection.
+func (ss *session) run() {
+	for n := 0; ; n++ {
+		wait := headTimeout
+		if n > 0 {
+			wait = keepAliveTimeout
+		}
+		ss.cr.idle = 0
+		ss.c.SetReadDeadline(time.Now().Add(wait))
+		ss.lr.left = maxHead
+		host := ss.peekHost()
+		req, err := http.ReadRequest(ss.br)
+		switch {
+		case errors.Is(err, errHeadTooLarge):
+			ss.log.Debug("http request refused", "error", err)
+			ss.respond(http.StatusRequestHeaderFieldsTooLarge, false)
+			return
+		case err != nil:
+			if !quietEnd(err) {
+				ss.log.Debug("http request refused", "error", err)
+				ss.respond(http.StatusBadRequest, false)
+			}
+			return
+		}
+		ss.lr.left = -1
+		ss.cr.idle = forwardIdle
+		user, ok := ss.authorize(req)
+		if !ok {
+			// A client waiting for 100 Continue sends no body to drop.
+			keep := !req.Close && !hasToken(req.Header, "Expect", "100-continue") && discardBody(req)
+			ss.log.Debug("http proxy authentication failed", "method", req.Method, "target", req.RequestURI)
+			ss.respond(http.StatusProxyAuthRequired, keep, "Proxy-Authenticate", `Basic realm="switchyard"`)
+			if !keep {
+				return
+			}
+			continue
+		}
+		if req.Method == http.MethodConnect {
+			ss.connect(req, user)
+			return
+		}
+		if !req.URL.IsAbs() {
+			ss.log.Debug("http request refused", "error", "not a proxy request", "target", req.RequestURI)
+			ss.respond(http.StatusBadRequest, false)
+			return
+		}
+		if !ss.forward(req, user, host) {
+			return
+		}
+	}
+}
+
+// peekHost returns the Host header of the request about to be read, when
+// sniffing is on and its head is already buffered. http.ReadRequest drops
+// the Host header of a request in absolute form, the only form forwarded.
+func (ss *session) peekHost() string {
+	if !ss.s.cfg.Sniff {
+		return ""
+	}
+	if _, err := ss.br.Peek(1); err != nil {
+		return ""
+	}
+	head, _ := ss.br.Peek(ss.br.Buffered())
+	host, _ := sniff.HTTPHost(head)
+	return host
+}
+
+// authorize checks Proxy-Authorization when users are configured and
+// returns the user's name.
+func (ss *session) authorize(req *http.Request) (user string, ok bool) {
+	users := ss.s.cfg.Users
+	if len(users) == 0 {
+		return "", true
+	}
+	scheme, cred, found := strings.Cut(req.Header.Get("Proxy-Authorization"), " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return "", false
+	}
+	user, pass, found := strings.Cut(string(raw), ":")
+	if !found || !serve.Authenticate(users, user, pass) {
+		return "", false
+	}
+	return user, true
+}
+
+// respond writes a response with no body; unless keep, it says the
+// connection closes.
+func (ss *session) respond(code int, keep bool, header ...string) {
+	fmt.Fprintf(ss.bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	for i := 0; i+1 < len(header); i += 2 {
+		fmt.Fprintf(ss.bw, "%s: %s\r\n", header[i], header[i+1])
+	}
+	if !keep {
+		ss.bw.WriteString("Connection: close\r\n")
+	}
+	ss.bw.WriteString("Content-Length: 0\r\n\r\n")
+	if ss.bw.Flush() == nil && !keep {
+		ss.lingerClose()
+	}
+}
+
+// lingerClose ends the connection after a final response without losing it:
+// closing with unread input would reset the connection, and the client might
+// drop the response. It closes the write side, then drains the input for a
+// short while.
+func (ss *session) lingerClose() {
+	cw, ok := ss.c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	ss.c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.Copy(io.Discard, io.LimitReader(ss.c, maxDiscard))
+}
+
+// respondDialError answers a failed dial: 403 for a refusal by rule, 502
+// otherwise.
+func (ss *session) respondDialError(err error) {
+	code := http.StatusBadGateway
+	if errors.Is(err, outbound.ErrBlocked) {
+		code = http.StatusForbidden
+	}
+	ss.respond(code, false)
+}
+
+// pending returns a copy of the bytes read from the client but not parsed.
+func (ss *session) pending() []byte {
+	n := ss.br.Buffered()
+	if n == 0 && len(ss.pr.Head) == 0 {
+		return nil
+	}
+	buffered, _ := ss.br.Peek(n)
+	out := make([]byte, 0, n+len(ss.pr.Head))
+	out = append(out, buffered...)
+	return append(out, ss.pr.Head...)
+}
+
+// headLimit reads from r, at most left bytes while left is not negative.
+type headLimit struct {
+	r    io.Reader
+	left int
+}
+
+func (h *headLimit) Read(b []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(b)
+	}
+	if h.left == 0 {
+		return 0, errHeadTooLarge
+	}
+	n, err := h.r.Read(b[:min(len(b), h.left)])
+	h.left -= n
+	return n, err
+}
+
+// discardBody reads and drops a request's body; false when it is too big
+// or cannot be read, and the connection must close.
+func discardBody(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(req.Body, maxDiscard+1))
+	return err == nil && n <= maxDiscard
+}
+
+// quietEnd reports whether a failed read is the client going away or idle,
+// which needs no answer.
+func quietEnd(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET)
+}

@@ -1,0 +1,77 @@
+package socks
+
+import (
+	"log/slog"
+	"net"
+	"time"
+
+	"switchyard/inbound/internal/serve"
+	"switchyard/netx"
+	"switchyard/protocol/socks5"
+	"switchyard/relay"
+)
+
+// connect serves a CONNECT. pending holds bytes the client sent after its
+// request that were already read; they go to the upstream first.
+func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.Logger) {
+	c.SetDeadline(time.Time{})
+	if s.cfg.Sniff {
+		s.connectSniffed(c, pending, flow, log)
+		return
+	}
+	up, err := s.conn.ConnectStream(s.conns.Context(), flow)
+	if err != nil {
+		code := socks5.ReplyFor(err)
+		log.Debug("socks connect failed", "destination", flow.Dst, "reply", socks5.ReplyText(code), "error", err)
+		writeReply(c, code, netx.Addr{})
+		return
+	}
+	if err := writeReply(c, socks5.ReplySucceeded, boundAddr(up)); err != nil {
+		up.Close()
+		return
+	}
+	if len(pending) > 0 {
+		if _, err := up.Write(pending); err != nil {
+			up.Close()
+			return
+		}
+	}
+	relay.Pipe(c, up, 0)
+}
+
+// connectSniffed answers the CONNECT at once, reads the client's first bytes
+// to sniff the domain, and only then routes the flow. A failed dial can then
+// only close the connection.
+func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, log *slog.Logger) {
+	if err := writeReply(c, socks5.ReplySucceeded, netx.Addr{}); err != nil {
+		return
+	}
+	first, err := serve.ReadFirst(c, pending, serve.SniffWait)
+	if err != nil {
+		return
+	}
+	defer first.Release()
+	flow.Protocol, flow.Sniffed = first.Protocol, first.Domain
+	up, err := s.conn.ConnectStream(s.conns.Context(), flow)
+	if err != nil {
+		log.Debug("socks connect failed", "destination", flow.Dst, "sniffed", flow.Sniffed, "error", err)
+		return
+	}
+	if b := first.Bytes(); len(b) > 0 {
+		if _, err := up.Write(b); err != nil {
+			up.Close()
+			return
+		}
+	}
+	first.Release()
+	relay.Pipe(c, up, 0)
+}
+
+// boundAddr is the address the upstream connection was made from, when it
+// is a TCP address; 0.0.0.0:0 otherwise.
+func boundAddr(up net.Conn) netx.Addr {
+	if _, ok := up.LocalAddr().(*net.TCPAddr); !ok {
+		return netx.Addr{}
+	}
+	return netx.AddrFromAddrPort(serve.AddrPort(up.LocalAddr()))
+}
