@@ -48,3 +48,9 @@ type Deps struct {
 	// ConnectTimeout bounds one TCP connect attempt (default 10 s).
 	ConnectTimeout time.Duration
 }
+
+// Prober is implemented by an outbound with a TCP upstream that a health
+// probe can reach: the proxy server it dials.
+type Prober interface {
+	ProbeTarget() netx.Addr
+}

@@ -1,6 +1,7 @@
 package plane
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -41,12 +42,16 @@ func (g *guardedConn) Write(p []byte) (int, error) {
 	return n, g.err(err)
 }
 
+// errNoHalfClose is the CloseWrite of a conn that cannot half-close: the
+// caller closes it whole instead.
+var errNoHalfClose = errors.New("the connection cannot half-close")
+
 // CloseWrite half-closes the inner conn when it can.
 func (g *guardedConn) CloseWrite() error {
 	if cw, ok := g.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return g.Close()
+	return errNoHalfClose
 }
 
 func (g *guardedConn) Close() error {

@@ -72,9 +72,9 @@ func Pipe(a, b net.Conn, idle time.Duration) Result {
 		d.done.Store(true)
 		if err == nil {
 			if cw, ok := d.dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-				// Half-close: the other direction may still be moving bytes;
-				// if it is idle, wake it so it can see this one has ended.
-				d.other.poke()
+				// Half-close: the other direction goes on alone, with a
+				// whole idle window from this end of stream.
+				d.other.arm()
 				return
 			}
 		}
@@ -102,6 +102,7 @@ type direction struct {
 	idleFor  time.Duration
 	other    *direction
 	idle     atomic.Bool
+	poked    atomic.Bool // the other direction asked this one to report
 	done     atomic.Bool
 	deadline net.Conn // the conn whose read deadline bounds this direction
 
@@ -114,6 +115,7 @@ type direction struct {
 
 func (d *direction) poke() {
 	if c := d.deadline; c != nil {
+		d.poked.Store(true)
 		c.SetReadDeadline(time.Now())
 	}
 }
@@ -124,12 +126,23 @@ func (d *direction) arm() { d.deadline.SetReadDeadline(time.Now().Add(d.idleFor)
 // reports whether the flow is over.
 func (d *direction) progress() { d.idle.Store(false) }
 
+// The flow is over when the other direction has ended, or when both are idle
+// and this one, poked by the other, confirms it moved nothing since its own
+// silent window. A poke that lands just after this direction moved bytes is
+// not a silent window.
 func (d *direction) quiet() bool {
+	poked := d.poked.Swap(false)
+	if poked && !d.idle.Load() {
+		return false
+	}
 	d.idle.Store(true)
 	if d.other.done.Load() {
 		return true
 	}
 	if d.other.idle.Load() {
+		if poked {
+			return true
+		}
 		d.other.poke()
 	}
 	return false

@@ -18,6 +18,7 @@ type Spec struct {
 	Reload    Reload
 	Inbounds  []Inbound
 	Outbounds []Outbound
+	Balancers []Balancer
 	Route     Route
 	Rules     []Rule
 }
@@ -78,6 +79,15 @@ type Outbound struct {
 	AddressFamily string // auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6
 	Drain         Drain  // "" = [reload].drain
 	UDP           bool   // false refuses UDP even where the protocol has it
+}
+
+// Balancer is a probe-driven choice among outbounds with a TCP upstream.
+type Balancer struct {
+	Tag           string
+	Members       []string // outbound tags, in order
+	Strategy      string   // failover | round_robin
+	ProbeInterval time.Duration
+	ProbeTimeout  time.Duration
 }
 
 type Route struct {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"switchyard/config"
+	"switchyard/spec"
+	"switchyard/supervisor"
+)
+
+// shutdownGrace bounds how long stopping may take before the process exits
+// anyway.
+const shutdownGrace = 4 * time.Second
+
+func runCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "run [-c FILE]",
+		Short: "Serve a configuration (the embedded default without -c)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := load(path)
+			if err != nil {
+				var errs config.Errors
+				if errors.As(err, &errs) {
+					for _, e := range errs {
+						fmt.Fprintln(os.Stderr, e)
+					}
+				} else {
+					fmt.Fprintln(os.Stderr, err)
+				}
+				return exitError{1}
+			}
+			log := newLogger(s.Log, os.Stderr)
+			slog.SetDefault(log)
+			return serve(s, func() (*spec.Spec, error) { return load(path) }, log)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (TOML); default: the embedded default")
+	return cmd
+}
+
+func load(path string) (*spec.Spec, error) {
+	if path == "" {
+		return config.Parse(config.Default(), "default")
+	}
+	return config.Load(path)
+}
+
+// serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
+// with reload and applies it.
+func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) error {
+	sv, err := supervisor.New(s, supervisor.Options{Logger: log})
+	if err != nil {
+		log.Error("configuration invalid: " + err.Error())
+		return exitError{1}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := sv.Start(); err != nil {
+		log.Error("start failed", "error", err)
+		return exitError{1}
+	}
+	for sig := <-sigs; sig == syscall.SIGHUP; sig = <-sigs {
+		log.Info("reloading the configuration")
+		next, err := reload()
+		if err != nil {
+			var errs config.Errors
+			if errors.As(err, &errs) {
+				for _, e := range errs {
+					log.Error("reload refused, the running configuration stays: " + e.Error())
+				}
+			} else {
+				log.Error("reload refused, the running configuration stays: " + err.Error())
+			}
+			continue
+		}
+		if sv.Apply(next) == nil {
+			log.Info("reload applied")
+		}
+	}
+	log.Info("stopping")
+	done := make(chan struct{})
+	go func() {
+		sv.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		log.Warn("stopping took too long; exiting with flows still open")
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package relay_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"switchyard/relay"
+	"switchyard/track"
+)
+
+// A relay between an inbound TCP conn and an upstream wrapped by the
+// tracker: both directions splice beneath the wrapper, the wrapper hears the
+// exact byte counts, and a half-close lets the other direction go on.
+func TestSpliceBeneathAnObservedWrapper(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(*net.TCPConn) net.Conn
+		want relay.Path
+	}{
+		{"tcp", func(c *net.TCPConn) net.Conn { return c }, relay.PathSplice},
+		{"userspace", func(c *net.TCPConn) net.Conn { return plainConn{c} }, relay.PathCopy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, inbound := tcpPair(t)
+			upstream, server := tcpPair(t)
+			tr := track.New()
+			up := tr.Conn(track.Meta{Outbound: "direct@v1"}, tc.wrap(upstream))
+			done := relayed(tc.wrap(inbound), up, time.Minute)
+
+			request, response := pattern(3<<20, 1), pattern(1<<20, 2)
+			serverGot := readAll(server)
+			go func() {
+				client.Write(request)
+				client.CloseWrite()
+			}()
+			same(t, "upstream received", wait(t, serverGot, "the request"), request)
+
+			// The client has half-closed; the server answers afterwards.
+			time.Sleep(50 * time.Millisecond)
+			clientGot := readAll(client)
+			if _, err := server.Write(response); err != nil {
+				t.Fatalf("the server could not answer after the client's half-close: %v", err)
+			}
+			server.CloseWrite()
+			same(t, "client received", wait(t, clientGot, "the response"), response)
+
+			res := wait(t, done, "the relay")
+			if res.PathAToB != tc.want || res.PathBToA != tc.want {
+				t.Fatalf("paths %v and %v, want %v", res.PathAToB, res.PathBToA, tc.want)
+			}
+			if res.AToB != 3<<20 || res.BToA != 1<<20 {
+				t.Fatalf("relayed %d and %d bytes", res.AToB, res.BToA)
+			}
+			if flows := tr.Flows(); len(flows) != 0 {
+				t.Fatal("the relay did not close the tracked conn")
+			}
+		})
+	}
+}
+
+// What the relay splices beneath a wrapper is reported to it exactly, and
+// nothing goes through the wrapper's own Read and Write.
+func TestObservedCountsAreExact(t *testing.T) {
+	client, inbound := tcpPair(t)
+	upstream, server := tcpPair(t)
+	obs := &counting{Conn: upstream}
+	done := relayed(inbound, obs, time.Minute)
+
+	request, response := pattern(3<<20, 3), pattern(1<<20, 4)
+	serverGot := readAll(server)
+	go func() {
+		client.Write(request)
+		client.CloseWrite()
+	}()
+	same(t, "upstream received", wait(t, serverGot, "the request"), request)
+	clientGot := readAll(client)
+	server.Write(response)
+	server.CloseWrite()
+	same(t, "client received", wait(t, clientGot, "the response"), response)
+	res := wait(t, done, "the relay")
+	if res.PathAToB != relay.PathSplice || res.PathBToA != relay.PathSplice {
+		t.Fatalf("paths %v and %v", res.PathAToB, res.PathBToA)
+	}
+	if obs.written.Load() != 3<<20 || obs.read.Load() != 1<<20 {
+		t.Fatalf("observed %d written and %d read, want %d and %d", obs.written.Load(), obs.read.Load(), 3<<20, 1<<20)
+	}
+	if obs.direct.Load() != 0 {
+		t.Fatalf("%d bytes went through the wrapper's Read or Write instead of splice", obs.direct.Load())
+	}
+}
+
+// A conn that is not TCP beneath its wrappers is copied in userspace.
+func TestNonTCPConnsAreCopied(t *testing.T) {
+	client, a := net.Pipe()
+	b, server := net.Pipe()
+	tcpClient, tcpIn := tcpPair(t)
+	for _, tc := range []struct {
+		name          string
+		a, b          net.Conn
+		client, serve net.Conn
+	}{
+		{"pipe to pipe", a, b, client, server},
+		{"tcp to pipe", tcpIn, nil, tcpClient, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.b == nil {
+				tc.b, tc.serve = net.Pipe()
+			}
+			done := relayed(tc.a, tc.b, time.Minute)
+			got := readAll(tc.serve)
+			if _, err := tc.client.Write([]byte("hello")); err != nil {
+				t.Fatal(err)
+			}
+			tc.client.Close()
+			if g := wait(t, got, "the relayed bytes"); string(g) != "hello" {
+				t.Fatalf("relayed %q", g)
+			}
+			res := wait(t, done, "the relay")
+			if res.PathAToB != relay.PathCopy || res.PathBToA != relay.PathCopy || res.AToB != 5 {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}

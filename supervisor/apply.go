@@ -1,0 +1,84 @@
+package supervisor
+
+import (
+	"fmt"
+	"net"
+
+	"switchyard/spec"
+)
+
+// Apply moves the running system to s. Outbounds whose spec is unchanged
+// keep running untouched (with whatever connections they hold); changed ones
+// are built as a new version and the old version is drained as configured;
+// removed ones are drained. Everything new is built first: any construction
+// error, or an inbound address that cannot be bound, refuses the whole apply
+// and the running state stays exactly as it was. Then one new plane is
+// published, drains applied, balancer probes stopped and started, and the
+// inbounds updated. The socket policy is fixed for the process's lifetime.
+func (sv *Supervisor) Apply(s *spec.Spec) error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.closed {
+		return net.ErrClosed
+	}
+	if !spec.Equal(s.Socket, sv.socket) {
+		sv.log.Warn("the [socket] policy applies from the next start; this reload keeps the running one")
+	}
+	deps, err := sv.deps(s)
+	if err != nil {
+		return sv.refuse(err)
+	}
+	p, err := prepare(sv.cur, s, deps)
+	if err != nil {
+		return sv.refuse(err)
+	}
+	ins, err := sv.planInbounds(s.Inbounds)
+	if err != nil {
+		return sv.refuse(err)
+	}
+	sv.commit(p, ins)
+	return nil
+}
+
+func (sv *Supervisor) refuse(err error) error {
+	sv.log.Error("reload refused, the running configuration stays: " + err.Error())
+	return err
+}
+
+// commit publishes the prepared state. Nothing here can fail.
+func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
+	old := sv.cur
+	sv.cell.Store(p.plane)
+	sv.cur = p.next
+	for _, st := range p.plan.outbounds {
+		id := fmt.Sprintf("%s@v%d", st.spec.Tag, st.version)
+		sv.log.Info("outbound "+id+" "+st.kind.String(), "epoch", p.plane.Epoch)
+	}
+	for _, d := range p.plan.drains {
+		t := old.outbounds[d.tag].target
+		what := "changed"
+		if d.removed {
+			what = "removed"
+		}
+		sv.log.Info(fmt.Sprintf("outbound %s drained (%s, %s)", t.ID(), what, d.policy), "flows", t.Flows())
+		if d.policy == spec.DrainClose {
+			t.CloseFlows()
+		}
+	}
+	for _, st := range p.plan.balancers {
+		sv.log.Info(fmt.Sprintf("balancer %s@v%d %s", st.spec.Tag, st.version, st.kind))
+		if st.kind == stepBuild {
+			if r, ok := old.balancers[st.spec.Tag]; ok {
+				r.bal.Stop()
+			}
+		}
+	}
+	for _, tag := range p.plan.removedBalancers {
+		sv.log.Info(fmt.Sprintf("balancer %s@v%d removed", tag, old.balancers[tag].version))
+		old.balancers[tag].bal.Stop()
+	}
+	if sv.started {
+		sv.startProbes(sv.cur)
+		sv.commitInbounds(ins, p.next.spec.Reload.Drain)
+	}
+}

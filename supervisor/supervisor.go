@@ -1,0 +1,196 @@
+// Package supervisor runs a spec and applies new ones: each apply plans what
+// to reuse, build and drain, prepares everything new without opening a
+// socket, then commits by publishing one new routing plane.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/plane"
+	"switchyard/spec"
+	"switchyard/track"
+)
+
+// Options are the process-level settings a supervisor is started with.
+type Options struct {
+	Logger *slog.Logger
+	// SocketHook, when set, sees every outbound socket and may refuse it.
+	SocketHook func(netx.SocketInfo) error
+	// Resolver resolves names; nil is the system resolver.
+	Resolver netx.Resolver
+}
+
+// Supervisor owns the running state. Apply and Close are serialised; flows
+// never take its locks: they load the plane from the cell.
+type Supervisor struct {
+	log     *slog.Logger
+	opts    Options
+	cell    plane.Cell
+	tracker *track.Tracker
+	conn    *connector
+	socket  spec.Socket // fixed for the supervisor's lifetime
+
+	ctx    context.Context // parent of every probe; cancelled by Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex // guards everything below; held by Apply and Close
+	cur      *state
+	inbounds map[string]*listener
+	retired  []server    // servers of changed or removed inbounds kept under drain = keep
+	stopped  []*listener // listeners of moved or removed inbounds; Close waits for them
+	started  bool
+	closed   bool
+}
+
+// Check builds everything s describes without opening a socket or starting
+// a probe.
+func Check(s *spec.Spec) error {
+	deps, err := dependencies(s, nil, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	if _, err := prepare(nil, s, deps); err != nil {
+		return err
+	}
+	for _, in := range s.Inbounds {
+		if _, err := newServer(in, nil, slog.New(slog.DiscardHandler)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// New builds the outbounds, balancers and plane of s and publishes the
+// plane. It opens no socket; Start binds the inbounds.
+func New(s *spec.Spec, opts Options) (*Supervisor, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sv := &Supervisor{
+		log:      log,
+		opts:     opts,
+		tracker:  track.New(),
+		socket:   s.Socket,
+		ctx:      ctx,
+		cancel:   cancel,
+		inbounds: map[string]*listener{},
+	}
+	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector")}
+	deps, err := sv.deps(s)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p, err := prepare(nil, s, deps)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	sv.cell.Store(p.plane)
+	sv.cur = p.next
+	return sv, nil
+}
+
+// deps is what outbounds of s are built with, under the socket policy the
+// supervisor started with.
+func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
+	fixed := *s
+	fixed.Socket = sv.socket
+	return dependencies(&fixed, sv.opts.SocketHook, sv.opts.Resolver, sv.log)
+}
+
+// Tracker is the flow table.
+func (sv *Supervisor) Tracker() *track.Tracker { return sv.tracker }
+
+// Plane is the routing plane now in force.
+func (sv *Supervisor) Plane() *plane.Plane { return sv.cell.Load() }
+
+// Start binds every inbound, starts the balancers' probes and logs
+// "switchyard ready" with the listen addresses.
+func (sv *Supervisor) Start() error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.closed || sv.started {
+		return net.ErrClosed
+	}
+	bound, err := sv.bindAll(sv.cur.spec.Inbounds)
+	if err != nil {
+		return err
+	}
+	for tag, l := range bound {
+		sv.inbounds[tag] = l
+		l.run()
+	}
+	sv.startProbes(sv.cur)
+	sv.started = true
+	attrs := make([]any, 0, len(sv.cur.spec.Inbounds))
+	for _, in := range sv.cur.spec.Inbounds {
+		attrs = append(attrs, slog.String(in.Tag, sv.inbounds[in.Tag].addr().String()))
+	}
+	sv.log.Info("switchyard ready", attrs...)
+	return nil
+}
+
+// Addr returns the bound address of the inbound tagged tag, or nil.
+func (sv *Supervisor) Addr(tag string) net.Addr {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if l, ok := sv.inbounds[tag]; ok {
+		return l.addr()
+	}
+	return nil
+}
+
+// startProbes starts probing every balancer of st that is not probing yet.
+func (sv *Supervisor) startProbes(st *state) {
+	deps, err := sv.deps(st.spec)
+	if err != nil {
+		return // the spec was built with the same deps: cannot fail here
+	}
+	for _, b := range st.balancers {
+		if b.probing {
+			continue
+		}
+		b.probing = true
+		b.bal.StartProbes(sv.ctx, b.spec.ProbeInterval, b.spec.ProbeTimeout, deps.Servers, deps.Dialer)
+	}
+}
+
+// Close stops accepting, stops every probe, closes every flow and waits for
+// what the supervisor started.
+func (sv *Supervisor) Close() error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.closed {
+		return nil
+	}
+	sv.closed = true
+	sv.cancel()
+	var errs []error
+	for _, l := range sv.inbounds {
+		errs = append(errs, l.close())
+	}
+	for _, s := range sv.retired {
+		errs = append(errs, s.Close())
+	}
+	sv.retired = nil
+	for _, l := range sv.stopped {
+		l.wg.Wait()
+	}
+	sv.stopped = nil
+	for _, b := range sv.cur.balancers {
+		b.bal.Stop()
+	}
+	for _, t := range sv.cell.Load().Targets {
+		t.CloseFlows()
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,69 @@
+package track
+
+import (
+	"net"
+
+	"switchyard/netx"
+)
+
+// Link is a tracked UDP sub-link: WritePacket counts the payload Up,
+// ReadPacket the payload Down.
+type Link struct {
+	l netx.PacketLink
+	m meter
+}
+
+var _ netx.PacketLink = (*Link)(nil)
+
+// Link registers one UDP sub-link and returns l wrapped. Closing the wrapper
+// unregisters the flow and closes l.
+func (t *Tracker) Link(meta Meta, l netx.PacketLink) *Link {
+	tl := &Link{l: l}
+	tl.m.meta = meta
+	tl.m.inner = l
+	t.add(&tl.m)
+	return tl
+}
+
+// ID is the flow's id in the tracker.
+func (l *Link) ID() uint64 { return l.m.id }
+
+// WritePacket sends p to its peer. It fails once the link is closed or
+// killed, even when the inner link would swallow the packet.
+func (l *Link) WritePacket(p []byte, to netx.Addr) error {
+	if err := l.ended(); err != nil {
+		return err
+	}
+	if err := l.l.WritePacket(p, to); err != nil {
+		return l.m.err(err)
+	}
+	l.m.up.Add(int64(len(p)))
+	return nil
+}
+
+// ReadPacket receives one datagram. It fails once the link is closed or
+// killed.
+func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
+	n, from, err := l.l.ReadPacket(p)
+	if err != nil {
+		return n, from, l.m.err(err)
+	}
+	if err := l.ended(); err != nil {
+		return 0, netx.Addr{}, err
+	}
+	l.m.down.Add(int64(n))
+	return n, from, nil
+}
+
+// Close unregisters the flow and closes the inner link. It is idempotent.
+func (l *Link) Close() error { return l.m.close() }
+
+func (l *Link) ended() error {
+	switch {
+	case l.m.killed.Load():
+		return ErrKilled
+	case l.m.closed.Load():
+		return net.ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+// Package track is the flow table: every TCP flow and every UDP sub-link the
+// router opens is registered here with its routing facts and two byte
+// counters, listed for the API, and can be killed by id.
+package track
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"switchyard/netx"
+)
+
+// ErrKilled is what reads and writes of a flow return once the flow was
+// killed through the tracker.
+var ErrKilled = errors.New("flow killed")
+
+// Meta is what the flow table shows about a flow besides its counters.
+type Meta struct {
+	Network     netx.Network
+	Inbound     string
+	User        string
+	Source      netip.AddrPort
+	Destination netx.Addr
+	Sniffed     string
+	Rule        string // "rule 3" or "final" (plane.RuleName)
+	Outbound    string // the outbound version, "tag@v1"
+	Epoch       uint64 // the plane epoch the flow was routed on
+}
+
+// Snapshot is one flow as it stands: Up counts bytes toward the destination,
+// Down bytes from it.
+type Snapshot struct {
+	ID uint64
+	Meta
+	Start    time.Time
+	Up, Down int64
+}
+
+// Tracker holds the live flows. Its table is bounded by the number of live
+// flows: a flow leaves it when its conn or link is closed.
+type Tracker struct {
+	mu    sync.Mutex // guards flows and last
+	flows map[uint64]*meter
+	last  uint64 // the id given to the latest flow; ids start at 1
+}
+
+// New returns an empty tracker.
+func New() *Tracker { return &Tracker{flows: make(map[uint64]*meter)} }
+
+// Flows returns the live flows ordered by id.
+func (t *Tracker) Flows() []Snapshot {
+	t.mu.Lock()
+	live := make([]*meter, 0, len(t.flows))
+	for _, m := range t.flows {
+		live = append(live, m)
+	}
+	t.mu.Unlock()
+	out := make([]Snapshot, len(live))
+	for i, m := range live {
+		out[i] = m.snapshot()
+	}
+	slices.SortFunc(out, func(a, b Snapshot) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Lookup returns the live flow with id.
+func (t *Tracker) Lookup(id uint64) (Snapshot, bool) {
+	t.mu.Lock()
+	m, ok := t.flows[id]
+	t.mu.Unlock()
+	if !ok {
+		return Snapshot{}, false
+	}
+	return m.snapshot(), true
+}
+
+// Kill closes the conn or link of the live flow with id and reports whether
+// there was one. The flow's owner then sees ErrKilled from its reads and
+// writes and ends the flow.
+func (t *Tracker) Kill(id uint64) bool {
+	t.mu.Lock()
+	m, ok := t.flows[id]
+	delete(t.flows, id)
+	t.mu.Unlock()
+	if ok {
+		m.kill()
+	}
+	return ok
+}
+
+// add registers m under a fresh id.
+func (t *Tracker) add(m *meter) {
+	m.t = t
+	m.start = time.Now()
+	t.mu.Lock()
+	t.last++
+	m.id = t.last
+	t.flows[m.id] = m
+	t.mu.Unlock()
+}
+
+func (t *Tracker) remove(id uint64) {
+	t.mu.Lock()
+	delete(t.flows, id)
+	t.mu.Unlock()
+}
