@@ -5,9 +5,12 @@
 set -euo pipefail
 
 XRAY_VERSION=v1.260327.0
+SINGBOX_VERSION=v1.14.1
+SINGBOX_TAGS=with_quic,with_utls,with_gvisor
 CACHE=${SWITCHYARD_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard-peers}
 
 xray_bin() { echo "$CACHE/xray-$XRAY_VERSION/xray"; }
+singbox_bin() { echo "$CACHE/sing-box-$SINGBOX_VERSION/sing-box"; }
 
 install_xray() {
 	local bin
@@ -21,13 +24,24 @@ install_xray() {
 	mv "$dir/main" "$bin"
 }
 
+install_singbox() {
+	local bin dir
+	bin=$(singbox_bin)
+	[ -x "$bin" ] && return 0
+	dir=$(dirname "$bin")
+	mkdir -p "$dir"
+	(cd "$dir" && GOFLAGS=-buildvcs=false GOBIN="$dir" go install -tags "$SINGBOX_TAGS" "github.com/sagernet/sing-box/cmd/sing-box@$SINGBOX_VERSION")
+}
+
 case "${1:-install}" in
 install)
 	install_xray
+	install_singbox
 	;;
 path)
 	case "${2:-}" in
 	xray) xray_bin ;;
+	sing-box) singbox_bin ;;
 	*) echo "peers.sh: unknown peer ${2:-}" >&2; exit 2 ;;
 	esac
 	;;

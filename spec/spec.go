@@ -71,14 +71,44 @@ type Inbound struct {
 	Sniff  bool
 }
 
-// Outbound is one outbound. Type is the canonical name ("direct", "block");
-// the loader maps aliases ("freedom", "blackhole").
+// Outbound is one outbound. Type is the canonical name ("direct", "block",
+// "socks", "http", "shadowsocks", "trojan", "vless", "vmess"); the loader
+// maps aliases ("freedom", "blackhole").
 type Outbound struct {
-	Tag           string
-	Type          string
+	Tag  string
+	Type string
+	// AddressFamily orders the addresses of the destination (direct) or of
+	// the proxy server (proxy clients).
 	AddressFamily string // auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6
 	Drain         Drain  // "" = [reload].drain
 	UDP           bool   // false refuses UDP even where the protocol has it
+
+	// Proxy clients.
+	Server         string // host:port of the proxy server
+	Username       string // socks, http
+	Password       string // socks, http, shadowsocks, trojan
+	Method         string // shadowsocks
+	UUID           string // vless, vmess: canonical lowercase 8-4-4-4-12 form
+	Flow           string // vless: "" | xtls-rprx-vision
+	PacketEncoding string // vless, vmess: "" | xudp
+	Security       string // vmess: auto | aes-128-gcm | chacha20-poly1305 | none | zero
+	GlobalPadding  bool   // vmess
+	Transport      Transport
+	TLS            *TLS // nil: no TLS layer
+}
+
+// Transport is the stream under a proxy client. Type "" and "tcp" are the
+// plain TCP connection.
+type Transport struct {
+	Type string // tcp
+}
+
+// TLS is the TLS layer over a proxy client's transport.
+type TLS struct {
+	ServerName string   // defaults to the server's host
+	ALPN       []string // nil: none
+	Insecure   bool     // verify = "insecure": no certificate or name check
+	CAFile     string   // absolute path of a PEM bundle added to the system roots; "" = none
 }
 
 // Balancer is a probe-driven choice among outbounds with a TCP upstream.
