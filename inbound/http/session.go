@@ -153,6 +153,9 @@ func (ss *session) authorize(req *http.Request) (user string, ok bool) {
 // respond writes a response with no body; unless keep, it says the
 // connection closes.
 func (ss *session) respond(code int, keep bool, header ...string) {
+	if ss.s.conns.Context().Err() != nil {
+		return // the server is closing: its connections end without a word
+	}
 	fmt.Fprintf(ss.bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
 	for i := 0; i+1 < len(header); i += 2 {
 		fmt.Fprintf(ss.bw, "%s: %s\r\n", header[i], header[i+1])
