@@ -25,6 +25,12 @@ type prepared struct {
 // prepare builds what the plan says must be built and reuses the running
 // objects for the rest. Any construction error refuses the whole apply.
 func prepare(cur *state, s *spec.Spec, deps outbound.Deps) (*prepared, error) {
+	return prepareWith(cur, s, deps, nil)
+}
+
+// prepareWith is prepare with a hook that may wrap each built outbound
+// (tests give members a probe target this way).
+func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound) (*prepared, error) {
 	p := plan(cur, s)
 	next := &state{
 		spec:             s,
@@ -51,6 +57,9 @@ func prepare(cur *state, s *spec.Spec, deps outbound.Deps) (*prepared, error) {
 		out, err := build.Outbound(st.spec, d)
 		if err != nil {
 			return nil, fmt.Errorf("building outbound %s failed: %w", id, err)
+		}
+		if wrap != nil {
+			out = wrap(st.spec, out)
 		}
 		t := plane.NewTarget(id, out)
 		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, target: t}
