@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"switchyard/spec"
 )
@@ -31,13 +32,20 @@ func Load(path string) (*spec.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data, path)
+	return parse(data, path, filepath.Dir(path))
 }
 
-// Parse lowers TOML data. name is the file name used in error texts. Any
-// problem makes it return nil and Errors (every problem found, in line
-// order).
+// Parse lowers TOML data. name is the file name used in error texts; it is
+// not read, and relative paths inside data are relative to the process's
+// working directory. Any problem makes it return nil and Errors (every
+// problem found, in line order).
 func Parse(data []byte, name string) (*spec.Spec, error) {
+	return parse(data, name, "")
+}
+
+// parse lowers data; relative paths inside it are relative to dir ("" for
+// the working directory).
+func parse(data []byte, name, dir string) (*spec.Spec, error) {
 	ix := buildIndex(data)
 	var f fileConfig
 	unknown, fatal := decode(data, &f, ix)
@@ -45,7 +53,7 @@ func Parse(data []byte, name string) (*spec.Spec, error) {
 		fatal.File = name
 		return nil, Errors{fatal}
 	}
-	l := newLowerer(ix)
+	l := newLowerer(ix, dir)
 	s := l.lower(&f)
 
 	var errs Errors

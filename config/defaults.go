@@ -16,7 +16,10 @@ const (
 	defaultMaxConcurrentDials = 64
 	defaultReloadDrain        = spec.DrainKeep
 	defaultAddressFamily      = "auto"
-	defaultOutboundUDP        = true
+	defaultTransport          = "tcp"
+	defaultTLSVerify          = "system"
+	defaultVMessSecurity      = "auto"
+	defaultGlobalPadding      = true
 	defaultFinal              = tagDirect
 	defaultBalancerStrategy   = "failover"
 	defaultProbeInterval      = 30 * time.Second
@@ -32,6 +35,10 @@ const (
 // defaultInboundUDP is the udp value of an inbound that does not set it:
 // SOCKS5 UDP ASSOCIATE is on for socks and mixed; HTTP has no UDP.
 func defaultInboundUDP(typ string) bool { return typ == "socks" || typ == "mixed" }
+
+// defaultOutboundUDP is the udp value of an outbound that does not set it:
+// on wherever the protocol carries datagrams; HTTP CONNECT carries none.
+func defaultOutboundUDP(typ string) bool { return typ != "http" }
 
 // implicitOutbounds are appended, in this order, for each tag the file does
 // not declare.
@@ -59,9 +66,55 @@ var (
 	// outboundTypes maps every accepted outbound type, aliases included, to
 	// its canonical name.
 	outboundTypes = map[string]string{
-		"direct":    "direct",
-		"freedom":   "direct",
-		"block":     "block",
-		"blackhole": "block",
+		"direct":      "direct",
+		"freedom":     "direct",
+		"block":       "block",
+		"blackhole":   "block",
+		"socks":       "socks",
+		"http":        "http",
+		"shadowsocks": "shadowsocks",
+		"trojan":      "trojan",
+		"vless":       "vless",
+		"vmess":       "vmess",
 	}
+
+	// outboundKeys are the keys each canonical outbound type takes besides
+	// tag, type, drain and udp, which every type takes.
+	outboundKeys = map[string][]string{
+		"direct":      {"address_family"},
+		"block":       {},
+		"socks":       {"address_family", "server", "username", "password", "transport", "tls"},
+		"http":        {"address_family", "server", "username", "password", "transport", "tls"},
+		"shadowsocks": {"address_family", "server", "method", "password", "transport", "tls"},
+		"trojan":      {"address_family", "server", "password", "transport", "tls"},
+		"vless":       {"address_family", "server", "uuid", "flow", "packet_encoding", "transport", "tls"},
+		"vmess":       {"address_family", "server", "uuid", "security", "global_padding", "packet_encoding", "transport", "tls"},
+	}
+
+	// shadowsocksMethods are the accepted ciphers. The 2022 ones take
+	// base64 keys of ss2022KeyLengths bytes instead of a password.
+	shadowsocksMethods = []string{
+		"aes-128-gcm", "aes-256-gcm", "chacha20-ietf-poly1305",
+		"2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm", "2022-blake3-chacha20-poly1305",
+	}
+	ss2022KeyLengths = map[string]int{
+		"2022-blake3-aes-128-gcm":       16,
+		"2022-blake3-aes-256-gcm":       32,
+		"2022-blake3-chacha20-poly1305": 32,
+	}
+	// ss2022SingleKey are the 2022 methods without identity headers: they
+	// take the user key alone.
+	ss2022SingleKey = []string{"2022-blake3-chacha20-poly1305"}
+
+	vmessSecurities = []string{"auto", "aes-128-gcm", "chacha20-poly1305", "none", "zero"}
+	packetEncodings = []string{"", "xudp"}
+	tlsVerifyModes  = []string{"system", "insecure"}
+
+	// The accepted VLESS flows and transports. The pending ones are
+	// documented in CONFIG.md but not implemented yet: they are refused as
+	// not available rather than accepted and ignored.
+	vlessFlows            = []string{""}
+	pendingVLESSFlows     = []string{"xtls-rprx-vision"}
+	transportTypes        = []string{"tcp"}
+	pendingTransportTypes = []string{"ws", "grpc", "httpupgrade"}
 )

@@ -54,12 +54,40 @@ type fileUser struct {
 	Password *string `toml:"password"`
 }
 
+// fileOutbound holds the keys of every outbound type; which of them a type
+// takes is outboundKeys (defaults.go). Every key some type lacks is a
+// pointer, so that writing it on that type can be refused.
 type fileOutbound struct {
 	Tag           *string `toml:"tag"`
 	Type          *string `toml:"type"`
 	AddressFamily *string `toml:"address_family"`
 	Drain         string  `toml:"drain"`
 	UDP           *bool   `toml:"udp"`
+
+	// Proxy clients.
+	Server         *string        `toml:"server"`
+	Username       *string        `toml:"username"`
+	Password       *string        `toml:"password"`
+	Method         *string        `toml:"method"`
+	UUID           *string        `toml:"uuid"`
+	Flow           *string        `toml:"flow"`
+	PacketEncoding *string        `toml:"packet_encoding"`
+	Security       *string        `toml:"security"`
+	GlobalPadding  *bool          `toml:"global_padding"`
+	Transport      *fileTransport `toml:"transport"`
+	TLS            *fileTLS       `toml:"tls"`
+}
+
+type fileTransport struct {
+	Type *string `toml:"type"`
+}
+
+type fileTLS struct {
+	ServerName  *string  `toml:"server_name"`
+	ALPN        []string `toml:"alpn"`
+	Verify      *string  `toml:"verify"`
+	CAFile      *string  `toml:"ca_file"`
+	Fingerprint *string  `toml:"fingerprint"`
 }
 
 type fileBalancer struct {

@@ -15,6 +15,7 @@ import (
 // every problem rather than stopping at the first.
 type lowerer struct {
 	ix   *index
+	dir  string // relative paths are relative to it; "" = the working directory
 	errs []*Error
 
 	// refused holds the keys of inbounds and outbounds whose type was
@@ -29,9 +30,10 @@ type lowerer struct {
 	declaredTypes map[string]string
 }
 
-func newLowerer(ix *index) *lowerer {
+func newLowerer(ix *index, dir string) *lowerer {
 	return &lowerer{
 		ix:            ix,
+		dir:           dir,
 		inboundTags:   map[string]string{},
 		outboundTags:  map[string]string{},
 		balancerTags:  map[string]string{},

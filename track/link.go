@@ -34,10 +34,13 @@ func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 	if err := l.ended(); err != nil {
 		return err
 	}
+	// Counted before the send, so a reply can never be seen before the
+	// datagram it answers; a failed send takes its count back.
+	l.m.up.Add(int64(len(p)))
 	if err := l.l.WritePacket(p, to); err != nil {
+		l.m.up.Add(-int64(len(p)))
 		return l.m.err(err)
 	}
-	l.m.up.Add(int64(len(p)))
 	return nil
 }
 
