@@ -78,9 +78,10 @@ var (
 		"vmess":       "vmess",
 	}
 
-	// outboundKeys are the keys each canonical outbound type takes besides
-	// tag, type, drain and udp, which every type takes.
-	outboundKeys = map[string][]string{
+	// everyOutboundKeys are the keys every outbound type takes;
+	// outboundKeys are the others each canonical type takes.
+	everyOutboundKeys = []string{"tag", "type", "drain", "udp"}
+	outboundKeys      = map[string][]string{
 		"direct":      {"address_family"},
 		"block":       {},
 		"socks":       {"address_family", "server", "username", "password", "transport", "tls"},

@@ -121,28 +121,39 @@ tag = "a"
 type = "direct"
 
 [[outbounds]]
-tag = "v"
-type = "vmess"
+tag = "h"
+type = "hysteria2"
 server = "example.com:443"
-uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+password = "secret"
+obfs = { type = "salamander", password = "obfs-secret" }
+up_mbps = 0
+tls = { server_name = "example.com", fingerprint = "chrome" }
 
 [[rules]]
-outbound = "v"
-`, []want{{7, "outbounds[1].type", `unknown outbound type "vmess"`}}},
+outbound = "h"
+`, []want{{7, "outbounds[1].type", `unknown outbound type "hysteria2"`}}},
 
 		{"every other outbound type is unknown", `[[outbounds]]
 tag = "a"
-type = "socks"
+type = "hysteria2"
 [[outbounds]]
 tag = "b"
 type = "wireguard"
 [[outbounds]]
 tag = "c"
 type = "Direct"
+[[outbounds]]
+tag = "d"
+type = "dns"
+[[outbounds]]
+tag = "e"
+type = "socks5"
 `, []want{
-			{3, "outbounds[0].type", `unknown outbound type "socks"`},
+			{3, "outbounds[0].type", `unknown outbound type "hysteria2"`},
 			{6, "outbounds[1].type", `unknown outbound type "wireguard"`},
 			{9, "outbounds[2].type", `unknown outbound type "Direct"`},
+			{12, "outbounds[3].type", `unknown outbound type "dns"`},
+			{15, "outbounds[4].type", `unknown outbound type "socks5"`},
 		}},
 
 		{"unknown inbound type, its own keys not reported", `[[inbounds]]
@@ -461,9 +472,9 @@ members = ["out", "deny", "direct", "block"]
 		}},
 
 		{"balancer member with a refused type adds no problem", `[[outbounds]]
-tag = "ss"
-type = "shadowsocks"
-server = "192.0.2.1:8388"
+tag = "hy2"
+type = "hysteria2"
+server = "192.0.2.1:443"
 [[outbounds]]
 tag = "wg"
 type = "wireguard"
@@ -471,9 +482,9 @@ type = "wireguard"
 tag = "typeless"
 [[balancers]]
 tag = "pool"
-members = ["ss", "wg", "typeless"]
+members = ["hy2", "wg", "typeless"]
 `, []want{
-			{3, "outbounds[0].type", `unknown outbound type "shadowsocks"`},
+			{3, "outbounds[0].type", `unknown outbound type "hysteria2"`},
 			{7, "outbounds[1].type", `unknown outbound type "wireguard"`},
 			{8, "outbounds[2].type", "required key is missing"},
 		}},
@@ -535,12 +546,415 @@ level = "loud"
 [[outbounds]]
 tag = "x"
 type = "trojan"
+server = "example.com:443"
 [route]
 final = "x"
+[[outbounds]]
+tag = "y"
+type = "dns"
 `, []want{
 			{2, "rules[0].outbound", `unknown outbound "nowhere"`},
 			{4, "log.level", `"loud" is not one of`},
-			{7, "outbounds[0].type", `unknown outbound type "trojan"`},
+			{5, "outbounds[0].password", "required key is missing"},
+			{5, "outbounds[0].tls", "trojan needs a tls table"},
+			{13, "outbounds[1].type", `unknown outbound type "dns"`},
+		}},
+
+		{"proxy clients need a usable server", `[[outbounds]]
+tag = "s"
+type = "socks"
+[[outbounds]]
+tag = "h"
+type = "http"
+server = ""
+[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "example.com"
+method = "aes-128-gcm"
+password = "p"
+[[outbounds]]
+tag = "t"
+type = "trojan"
+server = "example.com:0"
+password = "p"
+tls = {}
+[[outbounds]]
+tag = "vl"
+type = "vless"
+server = "exa mple.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+[[outbounds]]
+tag = "vm"
+type = "vmess"
+server = "[fe80::1%eth0]:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+`, []want{
+			{1, "outbounds[0].server", "required key is missing"},
+			{7, "outbounds[1].server", "must not be empty"},
+			{11, "outbounds[2].server", `bad address "example.com"`},
+			{17, "outbounds[3].server", `"example.com:0": port 0 is not a server port`},
+			{23, "outbounds[4].server", `"exa mple.com" is neither an IP nor a host name`},
+			{28, "outbounds[5].server", "zoned addresses are not supported"},
+		}},
+
+		{"socks and http usernames and passwords go together", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+username = "u"
+[[outbounds]]
+tag = "b"
+type = "socks"
+server = "127.0.0.1:1081"
+username = ""
+password = "p"
+[[outbounds]]
+tag = "c"
+type = "http"
+server = "127.0.0.1:3128"
+username = "u"
+password = ""
+[[outbounds]]
+tag = "d"
+type = "http"
+server = "127.0.0.1:3128"
+password = "p"
+`, []want{
+			{1, "outbounds[0].password", "required key is missing (with a username)"},
+			{10, "outbounds[1].username", "must not be empty (with a password)"},
+			{17, "outbounds[2].password", "must not be empty (with a username)"},
+			{18, "outbounds[3].username", "required key is missing (with a password)"},
+		}},
+
+		{"socks credentials longer than 255 bytes, an http username with a colon", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+username = "` + strings.Repeat("u", 256) + `"
+password = "` + strings.Repeat("p", 300) + `"
+[[outbounds]]
+tag = "b"
+type = "socks"
+server = "127.0.0.1:1081"
+username = "` + strings.Repeat("u", 255) + `"
+password = "` + strings.Repeat("p", 255) + `"
+[[outbounds]]
+tag = "c"
+type = "http"
+server = "127.0.0.1:3128"
+username = "a:b"
+password = "` + strings.Repeat("p", 300) + `"
+`, []want{
+			{5, "outbounds[0].username", "SOCKS5 carries at most 255 bytes (RFC 1929); this is 256"},
+			{6, "outbounds[0].password", "SOCKS5 carries at most 255 bytes (RFC 1929); this is 300"},
+			{17, "outbounds[2].username", `HTTP Basic authentication cannot carry ":" in a username`},
+		}},
+
+		{"udp on an http outbound", `[[outbounds]]
+tag = "h"
+type = "http"
+server = "127.0.0.1:3128"
+udp = true
+[[outbounds]]
+tag = "h2"
+type = "http"
+server = "127.0.0.1:3128"
+udp = false
+`, []want{{5, "outbounds[0].udp", "http carries no datagrams"}}},
+
+		{"shadowsocks method and password", `[[outbounds]]
+tag = "a"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+[[outbounds]]
+tag = "b"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "rc4-md5"
+password = ""
+[[outbounds]]
+tag = "c"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = ""
+password = "p"
+`, []want{
+			{1, "outbounds[0].method", "required key is missing"},
+			{1, "outbounds[0].password", "required key is missing"},
+			{9, "outbounds[1].method", `"rc4-md5" is not one of aes-128-gcm | aes-256-gcm | chacha20-ietf-poly1305 | 2022-blake3-aes-128-gcm | 2022-blake3-aes-256-gcm | 2022-blake3-chacha20-poly1305`},
+			{10, "outbounds[1].password", "must not be empty"},
+			{15, "outbounds[2].method", "must not be empty"},
+		}},
+
+		{"shadowsocks 2022 keys", `[[outbounds]]
+tag = "a"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "2022-blake3-aes-128-gcm"
+password = "secret"
+[[outbounds]]
+tag = "b"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "2022-blake3-aes-256-gcm"
+password = "AAAAAAAAAAAAAAAAAAAAAA=="
+[[outbounds]]
+tag = "c"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "2022-blake3-aes-256-gcm"
+password = "AAAAAAAAAAAAAAAAAAAAAA==:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=::not base64"
+[[outbounds]]
+tag = "d"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "2022-blake3-chacha20-poly1305"
+password = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+[[outbounds]]
+tag = "e"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "2022-blake3-aes-128-gcm"
+password = "AAAAAAAAAAAAAAAAAAAAAA"
+`, []want{
+			{6, "outbounds[0].password", `the key is not base64 (standard alphabet, padded); make one with "openssl rand -base64 16"`},
+			{12, "outbounds[1].password", "the key decodes to 16 bytes; 2022-blake3-aes-256-gcm takes 32"},
+			{18, "outbounds[2].password", "key 1 of 4 (an identity key) decodes to 16 bytes; 2022-blake3-aes-256-gcm takes 32"},
+			{18, "outbounds[2].password", "key 3 of 4 (an identity key) is empty"},
+			{18, "outbounds[2].password", "key 4 of 4 (the user key) is not base64"},
+			{24, "outbounds[3].password", `2022-blake3-chacha20-poly1305 takes the user key alone: identity keys ("iPSK:uPSK") need an AES method`},
+			{30, "outbounds[4].password", "the key is not base64"},
+		}},
+
+		{"trojan needs a password and a tls table", `[[outbounds]]
+tag = "t"
+type = "trojan"
+server = "example.com:443"
+[[outbounds]]
+tag = "t2"
+type = "trojan"
+server = "example.com:443"
+password = ""
+transport = { type = "tcp" }
+`, []want{
+			{1, "outbounds[0].password", "required key is missing"},
+			{1, "outbounds[0].tls", "trojan needs a tls table"},
+			{5, "outbounds[1].tls", "trojan needs a tls table"},
+			{9, "outbounds[1].password", "must not be empty"},
+		}},
+
+		{"vless uuid, flow and packet encoding", `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "{b831381d-6324-4d53-ad4f-8cda48b30811}"
+flow = "xtls-rprx-vision"
+packet_encoding = "packetaddr"
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d63244d53ad4f8cda48b30811"
+flow = "xtls-rprx-direct"
+packet_encoding = "XUDP"
+`, []want{
+			{1, "outbounds[0].uuid", "required key is missing"},
+			{9, "outbounds[1].uuid", "not a UUID: expected 32 hex digits in the 8-4-4-4-12 form"},
+			{10, "outbounds[1].flow", `flow "xtls-rprx-vision" is not available`},
+			{11, "outbounds[1].packet_encoding", `unknown packet encoding "packetaddr" (expected "" or "xudp")`},
+			{16, "outbounds[2].uuid", "not a UUID"},
+			{17, "outbounds[2].flow", `unknown flow "xtls-rprx-direct"`},
+			{18, "outbounds[2].packet_encoding", `unknown packet encoding "XUDP"`},
+		}},
+
+		{"vmess security, uuid and alter_id", `[[outbounds]]
+tag = "v"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b3081g"
+security = "aes-256-gcm"
+alter_id = 0
+packet_encoding = "packet"
+`, []want{
+			{5, "outbounds[0].uuid", "not a UUID"},
+			{6, "outbounds[0].security", `"aes-256-gcm" is not one of auto | aes-128-gcm | chacha20-poly1305 | none | zero`},
+			{7, "outbounds[0].alter_id", `unknown key "alter_id"`},
+			{8, "outbounds[0].packet_encoding", `unknown packet encoding "packet"`},
+		}},
+
+		{"keys another outbound type takes", `[[outbounds]]
+tag = "s"
+type = "socks"
+server = "127.0.0.1:1081"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+[[outbounds]]
+tag = "t"
+type = "trojan"
+server = "example.com:443"
+password = "p"
+method = "aes-128-gcm"
+tls = {}
+[[outbounds]]
+tag = "d"
+type = "direct"
+server = "127.0.0.1:1"
+tls = { server_name = "example.com" }
+transport = { type = "ws" }
+[[outbounds]]
+tag = "b"
+type = "block"
+global_padding = false
+[[outbounds]]
+tag = "h"
+type = "http"
+server = "127.0.0.1:3128"
+flow = ""
+security = "auto"
+`, []want{
+			{5, "outbounds[0].uuid", "a socks outbound has no uuid"},
+			{11, "outbounds[1].method", "a trojan outbound has no method"},
+			{16, "outbounds[2].server", "a direct outbound has no server"},
+			{17, "outbounds[2].tls", "a direct outbound has no tls"},
+			{18, "outbounds[2].transport", "a direct outbound has no transport"},
+			{22, "outbounds[3].global_padding", "a block outbound has no global padding"},
+			{27, "outbounds[4].flow", "an http outbound has no flow"},
+			{28, "outbounds[4].security", "an http outbound has no security"},
+		}},
+
+		{"transports not available yet, their own keys not reported", `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray", host = "example.com" }
+[[outbounds]]
+tag = "b"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+[outbounds.transport]
+service_name = "grpc"
+type = "grpc"
+[[outbounds]]
+tag = "c"
+type = "trojan"
+server = "example.com:443"
+password = "p"
+transport = { type = "httpupgrade", path = "/" }
+tls = {}
+`, []want{
+			{6, "outbounds[0].transport.type", `transport type "ws" is not available`},
+			{14, "outbounds[1].transport.type", `transport type "grpc" is not available`},
+			{20, "outbounds[2].transport.type", `transport type "httpupgrade" is not available`},
+		}},
+
+		{"transport type unknown, empty, or tcp with keys it does not take", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = { type = "quic", congestion = "bbr" }
+[[outbounds]]
+tag = "b"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = { type = "" }
+[[outbounds]]
+tag = "c"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = { type = "tcp", path = "/" }
+[[outbounds]]
+tag = "d"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = { Type = "tcp" }
+`, []want{
+			{5, "outbounds[0].transport.type", `unknown transport type "quic"`},
+			{10, "outbounds[1].transport.type", "must not be empty"},
+			{15, "outbounds[2].transport.path", `unknown key "path"`},
+			{20, "outbounds[3].transport.Type", `unknown key "Type" (keys are case-sensitive: did you mean "type"?)`},
+		}},
+
+		{"tls table", `[[outbounds]]
+tag = "a"
+type = "trojan"
+server = "example.com:443"
+password = "p"
+tls = { server_name = "", alpn = ["h2", "", "h2"], verify = "none", fingerprint = "chrome" }
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+tls = { server_name = "example.com:443", verify = "insecure", ca_file = "ca.pem", sni = "x" }
+[[outbounds]]
+tag = "c"
+type = "socks"
+server = "127.0.0.1:1081"
+[outbounds.tls]
+server_name = "[::1]"
+ca_file = ""
+alpn = ["` + strings.Repeat("x", 256) + `"]
+fingerprint = ""
+`, []want{
+			{6, "outbounds[0].tls.server_name", "must not be empty"},
+			{6, "outbounds[0].tls.alpn[1]", "must not be empty"},
+			{6, "outbounds[0].tls.alpn[2]", `duplicate ALPN protocol "h2"`},
+			{6, "outbounds[0].tls.verify", `"none" is not one of system | insecure`},
+			{6, "outbounds[0].tls.fingerprint", "fingerprint is not available"},
+			{12, "outbounds[1].tls.sni", `unknown key "sni"`},
+			{12, "outbounds[1].tls.server_name", `"example.com:443" is not a host name or an IP address`},
+			{12, "outbounds[1].tls.ca_file", `a CA file has no use with verify = "insecure"`},
+			{18, "outbounds[2].tls.server_name", `"[::1]" is not a host name or an IP address`},
+			{19, "outbounds[2].tls.ca_file", "must not be empty"},
+			{20, "outbounds[2].tls.alpn[0]", "an ALPN protocol name is at most 255 bytes (RFC 7301); this is 256"},
+			{21, "outbounds[2].tls.fingerprint", "fingerprint is not available"},
+		}},
+
+		{"transport written as a string", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = "tcp"
+`, []want{{5, "outbounds[0].transport", "expected a table, found a string"}}},
+
+		{"alpn written as a string", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+tls = { alpn = "h2" }
+`, []want{{5, "outbounds[0].tls.alpn", "expected a list of strings, found a string"}}},
+
+		{"global_padding written as a string", `[[outbounds]]
+tag = "a"
+type = "vmess"
+server = "127.0.0.1:1081"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+global_padding = "yes"
+`, []want{{6, "outbounds[0].global_padding", "expected a boolean, found a string"}}},
+
+		{"balancer members of every proxy client type pass, others do not", `[[outbounds]]
+tag = "s"
+type = "socks"
+server = "127.0.0.1:1081"
+[[outbounds]]
+tag = "h"
+type = "http"
+server = "127.0.0.1:3128"
+[[outbounds]]
+tag = "d"
+type = "direct"
+[[balancers]]
+tag = "pool"
+members = ["s", "h", "d", "block"]
+`, []want{
+			{14, "balancers[0].members[2]", "balancer pool: outbound d has no upstream a TCP health probe can reach"},
+			{14, "balancers[0].members[3]", "balancer pool: outbound block has no upstream a TCP health probe can reach"},
 		}},
 	}
 	for _, tc := range tests {

@@ -22,6 +22,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("inbounds = [{ tag = \"a\", type = \"socks\", listen = \"[::1]:1080\", users = [{ username = \"u\", password = \"p\" }] }]\n"))
 	f.Add([]byte("[log]\nLevel = 1\n[[groups]]\n"))
 	f.Add([]byte("[[balancers]]\ntag = \"pool\"\nmembers = [\"direct\", \"pool\"]\nstrategy = \"round_robin\"\nprobe_interval = \"10s\"\nprobe_timeout = \"1s\"\n[route]\nfinal = \"pool\"\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"s\"\ntype = \"socks\"\nserver = \"[::1]:1080\"\nusername = \"u\"\npassword = \"p\"\ntls = { server_name = \"h\", alpn = [\"h2\"], verify = \"insecure\" }\n[[balancers]]\ntag = \"pool\"\nmembers = [\"s\"]\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"h\"\ntype = \"http\"\nserver = \"proxy.example:3128\"\nudp = true\ntransport = { type = \"ws\", path = \"/\" }\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"ss\"\ntype = \"shadowsocks\"\nserver = \"192.0.2.1:8388\"\nmethod = \"2022-blake3-aes-128-gcm\"\npassword = \"AAECAwQFBgcICQoLDA0ODw==:MjM0NTY3ODk6Ozw9Pj9AQQ==\"\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"t\"\ntype = \"trojan\"\nserver = \"example.com:443\"\npassword = \"p\"\n[outbounds.tls]\nca_file = \"ca.pem\"\nfingerprint = \"chrome\"\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"v\"\ntype = \"vless\"\nserver = \"example.com:443\"\nuuid = \"B831381D-6324-4D53-AD4F-8CDA48B30811\"\nflow = \"xtls-rprx-vision\"\npacket_encoding = \"xudp\"\n"))
+	f.Add([]byte("outbounds = [{ tag = \"m\", type = \"vmess\", server = \"example.com:443\", uuid = \"b831381d-6324-4d53-ad4f-8cda48b30811\", security = \"zero\", global_padding = false, alter_id = 0, transport = { type = \"grpc\" }, tls = {} }]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.toml")
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -173,6 +174,20 @@ func (l *lowerer) required(key string, v *string) (string, bool) {
 		return "", false
 	}
 	return *v, true
+}
+
+// absPath makes a path written in the file absolute: a relative path is
+// relative to the file's folder. The file at the path is not read here.
+func (l *lowerer) absPath(key, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	abs, err := filepath.Abs(filepath.Join(l.dir, path))
+	if err != nil {
+		l.errorf(key, "cannot make %q absolute: %v", path, err)
+		return ""
+	}
+	return abs
 }
 
 // outboundRef checks that tag names a route target: an outbound, declared or

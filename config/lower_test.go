@@ -79,6 +79,11 @@ func TestFullFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := spec.Transport{Type: "tcp"}
 	p := netip.MustParsePrefix
 	want := &spec.Spec{
 		Log: spec.Log{Level: "debug", Format: "json"},
@@ -98,9 +103,31 @@ func TestFullFile(t *testing.T) {
 		Outbounds: []spec.Outbound{
 			{Tag: "out-v4", Type: "direct", AddressFamily: "prefer_ipv4", Drain: spec.DrainKeep, UDP: true},
 			{Tag: "reject", Type: "block"},
+			{Tag: "up-socks", Type: "socks", AddressFamily: "ipv4_only", Drain: spec.DrainClose,
+				Server: "127.0.0.1:1081", Username: "su", Password: "sp", Transport: tcp,
+				TLS: &spec.TLS{ServerName: "socks.example", ALPN: []string{"h2", "http/1.1"}, Insecure: true}},
+			{Tag: "up-socks-2", Type: "socks", AddressFamily: "auto", UDP: true, Server: "[2001:db8::2]:1080", Transport: tcp},
+			{Tag: "up-http", Type: "http", AddressFamily: "prefer_ipv6", Server: "proxy.example:3128",
+				Username: "hu", Password: "hp", Transport: tcp,
+				TLS: &spec.TLS{ServerName: "proxy.example", CAFile: filepath.Join(testdata, "certs", "ca.pem")}},
+			{Tag: "ss", Type: "shadowsocks", AddressFamily: "auto", UDP: true, Server: "192.0.2.20:8388",
+				Method:    "2022-blake3-aes-256-gcm",
+				Password:  "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=",
+				Transport: tcp},
+			{Tag: "trojan", Type: "trojan", AddressFamily: "auto", UDP: true, Server: "trojan.example:443",
+				Password: "secret", Transport: tcp,
+				TLS: &spec.TLS{ServerName: "cdn.example", CAFile: filepath.Join(testdata, "ca.pem")}},
+			{Tag: "vless", Type: "vless", AddressFamily: "auto", UDP: true, Server: "vless.example:443",
+				UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", PacketEncoding: "xudp", Transport: tcp,
+				TLS: &spec.TLS{ServerName: "vless.example", ALPN: []string{"http/1.1"}}},
+			{Tag: "vmess", Type: "vmess", AddressFamily: "auto", UDP: true, Server: "vmess.example:10086",
+				UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "chacha20-poly1305",
+				PacketEncoding: "xudp", Transport: tcp},
 			implicitDirect(),
 			implicitBlock(),
 		},
+		Balancers: []spec.Balancer{{Tag: "pool", Members: []string{"up-socks", "up-socks-2"}, Strategy: "round_robin",
+			ProbeInterval: 10 * time.Second, ProbeTimeout: 2 * time.Second}},
 		Route: spec.Route{Final: "out-v4"},
 		Rules: []spec.Rule{
 			{
@@ -119,6 +146,7 @@ func TestFullFile(t *testing.T) {
 				Outbound:      "reject",
 			},
 			{Outbound: "block"},
+			{Network: "tcp", Outbound: "pool"},
 		},
 	}
 	if !spec.Equal(got, want) {
@@ -281,9 +309,9 @@ func TestLoad(t *testing.T) {
 }
 
 // lowerWith lowers text as Parse does, with outbounds of the given canonical
-// types (tag -> type) declared beside the file's own. The loader accepts no
-// outbound type a balancer member may have yet, so a balancer that lowers
-// without a problem can only be built this way.
+// types (tag -> type) declared beside the file's own. It declares types the
+// loader does not accept yet (hysteria2, wireguard), to check what a
+// balancer says of them.
 func lowerWith(t *testing.T, text string, declared map[string]string) (*spec.Spec, []*Error) {
 	t.Helper()
 	ix := buildIndex([]byte(text))
@@ -292,7 +320,7 @@ func lowerWith(t *testing.T, text string, declared map[string]string) (*spec.Spe
 	if fatal != nil || len(unknown) > 0 {
 		t.Fatalf("decode: %v %v", fatal, unknown)
 	}
-	l := newLowerer(ix)
+	l := newLowerer(ix, "")
 	for tag, typ := range declared {
 		l.outboundTags[tag] = "outbounds"
 		l.declaredTypes[tag] = typ
@@ -301,38 +329,66 @@ func lowerWith(t *testing.T, text string, declared map[string]string) (*spec.Spe
 }
 
 func TestBalancerLowering(t *testing.T) {
-	s, errs := lowerWith(t, `
+	s := mustParse(t, `
+[[outbounds]]
+tag = "socks-a"
+type = "socks"
+server = "127.0.0.1:1081"
+[[outbounds]]
+tag = "socks-b"
+type = "socks"
+server = "127.0.0.1:1082"
+[[outbounds]]
+tag = "http"
+type = "http"
+server = "127.0.0.1:3128"
+[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+[[outbounds]]
+tag = "trojan"
+type = "trojan"
+server = "127.0.0.1:443"
+password = "p"
+tls = {}
+[[outbounds]]
+tag = "vless"
+type = "vless"
+server = "127.0.0.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+[[outbounds]]
+tag = "vmess"
+type = "vmess"
+server = "127.0.0.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
 [[balancers]]
 tag = "pool"
-members = ["ss", "trojan"]
+members = ["socks-a", "socks-b"]
 [[balancers]]
 tag = "rr"
-members = ["vmess", "socks", "http", "vless", "ss"]
+members = ["vmess", "socks-a", "http", "vless", "ss", "trojan"]
 strategy = "round_robin"
 probe_interval = "1m30s"
 probe_timeout = "2s"
 [[balancers]]
 tag = "fo"
-members = ["vless"]
+members = ["socks-b"]
 strategy = "failover"
 [[rules]]
 port = [443]
 outbound = "rr"
 [route]
 final = "pool"
-`, map[string]string{
-		"ss": "shadowsocks", "trojan": "trojan", "vless": "vless",
-		"vmess": "vmess", "socks": "socks", "http": "http",
-	})
-	if len(errs) > 0 {
-		t.Fatalf("problems: %v", Errors(errs))
-	}
+`)
 	want := []spec.Balancer{
-		{Tag: "pool", Members: []string{"ss", "trojan"}, Strategy: "failover",
+		{Tag: "pool", Members: []string{"socks-a", "socks-b"}, Strategy: "failover",
 			ProbeInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
-		{Tag: "rr", Members: []string{"vmess", "socks", "http", "vless", "ss"}, Strategy: "round_robin",
+		{Tag: "rr", Members: []string{"vmess", "socks-a", "http", "vless", "ss", "trojan"}, Strategy: "round_robin",
 			ProbeInterval: 90 * time.Second, ProbeTimeout: 2 * time.Second},
-		{Tag: "fo", Members: []string{"vless"}, Strategy: "failover",
+		{Tag: "fo", Members: []string{"socks-b"}, Strategy: "failover",
 			ProbeInterval: 30 * time.Second, ProbeTimeout: 5 * time.Second},
 	}
 	if !spec.Equal(s.Balancers, want) {
@@ -361,5 +417,202 @@ members = ["ss", "hy2", "wg", "d"]
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// The types a balancer may have as members are the proxy clients, and every
+// proxy client type the loader accepts may be one.
+func TestProbeableTypesAreProxyClients(t *testing.T) {
+	var clients []string
+	for _, typ := range outboundTypes {
+		if slices.Contains(outboundKeys[typ], "server") && !slices.Contains(clients, typ) {
+			clients = append(clients, typ)
+		}
+	}
+	slices.Sort(clients)
+	probeable := slices.Sorted(slices.Values(probeableTypes))
+	if !slices.Equal(clients, probeable) {
+		t.Fatalf("proxy client types %q, probeable types %q", clients, probeable)
+	}
+}
+
+func TestProxyOutboundDefaults(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "socks"
+type = "socks"
+server = "127.0.0.1:1081"
+username = ""
+password = ""
+[[outbounds]]
+tag = "http"
+type = "http"
+server = "proxy.example:3128"
+username = "u"
+password = "p:w"
+[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "[::ffff:192.0.2.1]:8388"
+method = "aes-256-gcm"
+password = "secret"
+[[outbounds]]
+tag = "ss-2022"
+type = "shadowsocks"
+server = "[2001:DB8::1]:8388"
+method = "2022-blake3-aes-128-gcm"
+password = "AAECAwQFBgcICQoLDA0ODw==:MjM0NTY3ODk6Ozw9Pj9AQQ=="
+[[outbounds]]
+tag = "trojan"
+type = "trojan"
+server = "Example.COM:443"
+password = "secret"
+tls = {}
+[[outbounds]]
+tag = "vless"
+type = "vless"
+server = "example.com:443"
+uuid = "B831381D-6324-4d53-AD4F-8cda48b30811"
+[[outbounds]]
+tag = "vmess"
+type = "vmess"
+server = "192.0.2.7:10086"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+`)
+	tcp := spec.Transport{Type: "tcp"}
+	want := []spec.Outbound{
+		{Tag: "socks", Type: "socks", AddressFamily: "auto", UDP: true, Server: "127.0.0.1:1081", Transport: tcp},
+		{Tag: "http", Type: "http", AddressFamily: "auto", Server: "proxy.example:3128",
+			Username: "u", Password: "p:w", Transport: tcp},
+		{Tag: "ss", Type: "shadowsocks", AddressFamily: "auto", UDP: true, Server: "192.0.2.1:8388",
+			Method: "aes-256-gcm", Password: "secret", Transport: tcp},
+		{Tag: "ss-2022", Type: "shadowsocks", AddressFamily: "auto", UDP: true, Server: "[2001:db8::1]:8388",
+			Method: "2022-blake3-aes-128-gcm", Password: "AAECAwQFBgcICQoLDA0ODw==:MjM0NTY3ODk6Ozw9Pj9AQQ==", Transport: tcp},
+		{Tag: "trojan", Type: "trojan", AddressFamily: "auto", UDP: true, Server: "Example.COM:443",
+			Password: "secret", Transport: tcp, TLS: &spec.TLS{ServerName: "Example.COM"}},
+		{Tag: "vless", Type: "vless", AddressFamily: "auto", UDP: true, Server: "example.com:443",
+			UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Transport: tcp},
+		{Tag: "vmess", Type: "vmess", AddressFamily: "auto", UDP: true, Server: "192.0.2.7:10086",
+			UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "auto", GlobalPadding: true, Transport: tcp},
+		implicitDirect(),
+		implicitBlock(),
+	}
+	if len(s.Outbounds) != len(want) {
+		t.Fatalf("got %d outbounds, want %d: %+v", len(s.Outbounds), len(want), s.Outbounds)
+	}
+	for i := range want {
+		if !spec.Equal(s.Outbounds[i], want[i]) {
+			t.Errorf("outbound %d:\n got  %+v %+v\n want %+v %+v", i, s.Outbounds[i], s.Outbounds[i].TLS, want[i], want[i].TLS)
+		}
+	}
+}
+
+func TestProxyOutboundKeys(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "socks"
+type = "socks"
+server = "127.0.0.1:1081"
+udp = false
+address_family = "prefer_ipv6"
+drain = "close"
+transport = {}
+[[outbounds]]
+tag = "vless"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+flow = ""
+packet_encoding = "xudp"
+transport = { type = "tcp" }
+[[outbounds]]
+tag = "vmess"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+security = "zero"
+global_padding = false
+packet_encoding = ""
+[[outbounds]]
+tag = "http"
+type = "http"
+server = "127.0.0.1:3128"
+udp = false
+`)
+	tcp := spec.Transport{Type: "tcp"}
+	want := []spec.Outbound{
+		{Tag: "socks", Type: "socks", AddressFamily: "prefer_ipv6", Drain: spec.DrainClose,
+			Server: "127.0.0.1:1081", Transport: tcp},
+		{Tag: "vless", Type: "vless", AddressFamily: "auto", UDP: true, Server: "example.com:443",
+			UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", PacketEncoding: "xudp", Transport: tcp},
+		{Tag: "vmess", Type: "vmess", AddressFamily: "auto", UDP: true, Server: "example.com:443",
+			UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "zero", Transport: tcp},
+		{Tag: "http", Type: "http", AddressFamily: "auto", Server: "127.0.0.1:3128", Transport: tcp},
+		implicitDirect(),
+		implicitBlock(),
+	}
+	if !spec.Equal(s.Outbounds, want) {
+		t.Fatalf("got  %+v\nwant %+v", s.Outbounds, want)
+	}
+}
+
+func TestTLSLowering(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "x", "..", "ca.pem")
+	s := mustParse(t, `
+[[outbounds]]
+tag = "name"
+type = "socks"
+server = "proxy.example:1080"
+tls = { alpn = ["h2", "http/1.1"], ca_file = "certs/ca.pem" }
+[[outbounds]]
+tag = "v6"
+type = "trojan"
+server = "[2001:db8::5]:443"
+password = "p"
+tls = { verify = "insecure", alpn = [] }
+[[outbounds]]
+tag = "v4"
+type = "vmess"
+server = "192.0.2.9:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+tls = { server_name = "front.example", verify = "system", ca_file = '`+abs+`' }
+`)
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*spec.TLS{
+		{ServerName: "proxy.example", ALPN: []string{"h2", "http/1.1"}, CAFile: filepath.Join(cwd, "certs", "ca.pem")},
+		{ServerName: "2001:db8::5", Insecure: true},
+		{ServerName: "front.example", CAFile: filepath.Clean(abs)},
+	}
+	for i, w := range want {
+		if got := s.Outbounds[i].TLS; !spec.Equal(got, w) {
+			t.Errorf("outbound %d: TLS %+v, want %+v", i, got, w)
+		}
+	}
+}
+
+// A relative ca_file is relative to the folder of the file it is written
+// in, whatever the working directory; the file is not read while loading.
+func TestLoadCAFileBesideTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "conf", "sy.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	text := "[[outbounds]]\ntag = \"t\"\ntype = \"trojan\"\nserver = \"example.com:443\"\npassword = \"p\"\ntls = { ca_file = \"../pki/missing.pem\" }\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(path))
+	for _, p := range []string{path, "sy.toml"} {
+		s, err := Load(p)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", p, err)
+		}
+		if got, want := s.Outbounds[0].TLS.CAFile, filepath.Join(dir, "pki", "missing.pem"); got != want {
+			t.Errorf("Load(%q): ca_file %q, want %q", p, got, want)
+		}
 	}
 }

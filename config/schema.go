@@ -128,3 +128,21 @@ func caseMismatches(ix *index) []*Error {
 	}
 	return out
 }
+
+// writtenKeys returns the keys of the table v (a pointer to a file struct)
+// that were written: its pointer, slice and map fields that are set, in
+// field order.
+func writtenKeys(v any) []string {
+	rv := reflect.ValueOf(v).Elem()
+	var out []string
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		switch f.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			if !f.IsNil() {
+				out = append(out, rv.Type().Field(i).Tag.Get("toml"))
+			}
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -55,6 +56,15 @@ func load(path string) (*spec.Spec, error) {
 	return config.Load(path)
 }
 
+// logStats logs the process's goroutines, heap and live flows (SIGUSR1),
+// after a garbage collection so the heap figure is what is really held.
+func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	log.Info("runtime stats", "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()))
+}
+
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
 // with reload and applies it.
 func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) error {
@@ -64,13 +74,17 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) er
 		return exitError{1}
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 	if err := sv.Start(); err != nil {
 		log.Error("start failed", "error", err)
 		return exitError{1}
 	}
-	for sig := <-sigs; sig == syscall.SIGHUP; sig = <-sigs {
+	for sig := <-sigs; sig == syscall.SIGHUP || sig == syscall.SIGUSR1; sig = <-sigs {
+		if sig == syscall.SIGUSR1 {
+			logStats(log, sv)
+			continue
+		}
 		log.Info("reloading the configuration")
 		next, err := reload()
 		if err != nil {

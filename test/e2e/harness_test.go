@@ -203,3 +203,53 @@ func udpEcho(t *testing.T, prefix string) *net.UDPConn {
 	}()
 	return c
 }
+
+// waitLog waits until the log holds at least n lines containing s.
+func (p *proc) waitLog(s string, n int, d time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
+	for strings.Count(p.logs.String(), s) < n {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %d× %q in the log after %v:\n%s", n, s, d, p.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stats asks the process for its runtime figures (SIGUSR1) and returns the
+// goroutine count and the heap in use.
+func (p *proc) stats() (goroutines, heap int) {
+	p.t.Helper()
+	n := strings.Count(p.logs.String(), "runtime stats")
+	p.cmd.Process.Signal(syscall.SIGUSR1)
+	p.waitLog("runtime stats", n+1, 5*time.Second)
+	lines := strings.Split(p.logs.String(), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "runtime stats") {
+			fmt.Sscanf(field(lines[i], "goroutines"), "%d", &goroutines)
+			fmt.Sscanf(field(lines[i], "heap_inuse"), "%d", &heap)
+			return
+		}
+	}
+	return
+}
+
+func field(line, key string) string {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(key)+2:]
+	if j := strings.IndexByte(rest, ' '); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// rewrite replaces the config file of a process started with start.
+func (p *proc) rewrite(config string) {
+	p.t.Helper()
+	if err := os.WriteFile(p.cmd.Args[len(p.cmd.Args)-1], []byte(config), 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+}
