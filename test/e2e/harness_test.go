@@ -227,7 +227,7 @@ func (p *proc) stats() (goroutines, heap int) {
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(lines[i], "runtime stats") {
 			fmt.Sscanf(field(lines[i], "goroutines"), "%d", &goroutines)
-			fmt.Sscanf(field(lines[i], "heap_inuse"), "%d", &heap)
+			fmt.Sscanf(field(lines[i], "heap_alloc"), "%d", &heap)
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -147,7 +148,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		c.Close()
 	}
 	p.waitLog("outbound spare@v2 built", 1, time.Second)
-	p.waitLog("outbound direct@v1 reused", 2, time.Second)
+	p.waitLog("outbound direct@v1 reused", 1, time.Second)
 }
 
 func TestReloadSoak(t *testing.T) {
@@ -158,25 +159,49 @@ func TestReloadSoak(t *testing.T) {
 	if err := flows.exchange(0); err != nil {
 		t.Fatal(err)
 	}
-	g0, h0 := p.stats()
-	for i := 1; i <= 50; i++ {
-		family, rule := "auto", ""
-		if i%2 == 1 {
-			family, rule = "ipv4_only", "\n[[rules]]\nport = [1]\noutbound = \"block\"\n"
-		}
-		p.rewrite(reloadConfig(family, rule))
+	// One round trip through both files first: it sets up what reloads
+	// use once (the reload path, the parser's tables, the first build of
+	// each shape), which is not growth. The soak's 50 reloads follow.
+	configs := [2]string{reloadConfig("auto", ""), reloadConfig("ipv4_only", "\n[[rules]]\nport = [1]\noutbound = \"block\"\n")}
+	for i, c := range []string{configs[1], configs[0]} {
+		p.rewrite(c)
 		p.cmd.Process.Signal(syscall.SIGHUP)
-		p.waitLog("reload applied", i, 10*time.Second)
+		p.waitLog("reload applied", i+1, 10*time.Second)
+	}
+	g0, h0 := p.settledStats()
+	n := 50
+	if v := os.Getenv("SOAK_RELOADS"); v != "" {
+		fmt.Sscanf(v, "%d", &n)
+	}
+	for i := 1; i <= n; i++ {
+		if i%25 == 0 && n > 50 {
+			g, h := p.stats()
+			t.Logf("after %d reloads: goroutines %d heap %d", i, g, h)
+		}
+		p.rewrite(configs[i%2])
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		p.waitLog("reload applied", i+2, 10*time.Second)
 		if err := flows.exchange(i); err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}
 	}
-	g1, h1 := p.stats()
-	t.Logf("goroutines %d → %d, heap in use %d → %d", g0, g1, h0, h1)
+	g1, h1 := p.settledStats()
+	t.Logf("goroutines %d → %d, live heap %d → %d", g0, g1, h0, h1)
 	if float64(g1) > 1.1*float64(g0) {
 		t.Fatalf("goroutines grew from %d to %d over 50 reloads", g0, g1)
 	}
 	if float64(h1) > 1.1*float64(h0) {
-		t.Fatalf("heap in use grew from %d to %d over 50 reloads", h0, h1)
+		t.Fatalf("live heap grew from %d to %d over 50 reloads", h0, h1)
 	}
+}
+
+// settledStats is the smallest of three samples: the heap figure after a
+// collection still moves with the pools the runtime keeps.
+func (p *proc) settledStats() (goroutines, heap int) {
+	goroutines, heap = p.stats()
+	for range 2 {
+		g, h := p.stats()
+		goroutines, heap = min(goroutines, g), min(heap, h)
+	}
+	return goroutines, heap
 }
