@@ -9,6 +9,8 @@ import (
 	"switchyard/outbound"
 	"switchyard/outbound/block"
 	"switchyard/outbound/direct"
+	"switchyard/outbound/http"
+	"switchyard/outbound/socks"
 	"switchyard/spec"
 )
 
@@ -24,6 +26,18 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 		out = direct.New(s, deps)
 	case "block":
 		out = block.New()
+	case "socks":
+		s, err := socks.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = s
+	case "http":
+		h, err := http.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = h
 	default:
 		return nil, fmt.Errorf("unknown outbound type %q", o.Type)
 	}

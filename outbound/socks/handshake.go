@@ -1,0 +1,126 @@
+package socks
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+
+	"switchyard/netx"
+	"switchyard/protocol/socks5"
+)
+
+// kindError is an error with a fixed text that also matches (errors.Is) the
+// standard error of its kind.
+type kindError struct {
+	text string
+	kind error
+}
+
+func (e *kindError) Error() string        { return e.text }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// Errors callers test with errors.Is.
+var (
+	// ErrHandshakeClosed: the server closed the connection before the
+	// handshake was over. It matches io.ErrUnexpectedEOF.
+	ErrHandshakeClosed error = &kindError{"socks: server closed during the handshake", io.ErrUnexpectedEOF}
+	// ErrRelayDomain: an association's relay is named by a domain. It
+	// matches errors.ErrUnsupported.
+	ErrRelayDomain error = &kindError{"socks: the relay address is a domain", errors.ErrUnsupported}
+	// ErrControlClosed: an association's control connection ended, so the
+	// association is over. It matches syscall.EPIPE.
+	ErrControlClosed error = &kindError{"socks: the control connection closed", syscall.EPIPE}
+	// ErrFrameTooLarge: a datagram whose SOCKS5 frame does not fit one UDP
+	// datagram toward the relay.
+	ErrFrameTooLarge = errors.New("frame larger than the client runtime's buffer")
+)
+
+// RejectedError is the server's refusal of a request: a reply with a
+// non-zero status. It matches syscall.ECONNREFUSED, so the SOCKS inbound
+// answers it as a refused connection.
+type RejectedError struct{ Status byte }
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("server rejects request: %d (%s)", e.Status, socks5.ReplyText(e.Status))
+}
+
+func (e *RejectedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
+
+// auth is the method negotiation of one outbound, encoded once.
+type auth struct {
+	method   byte   // the one method offered
+	greeting []byte // VER NMETHODS METHOD
+	userPass []byte // the RFC 1929 request; nil without credentials
+}
+
+// newAuth offers username and password (0x02) when a username is set, no
+// authentication (0x00) otherwise.
+func newAuth(user, pass string) (auth, error) {
+	if user == "" {
+		if pass != "" {
+			return auth{}, errors.New("socks: a password without a username")
+		}
+		g, _ := socks5.AppendGreeting(nil, socks5.MethodNoAuth)
+		return auth{method: socks5.MethodNoAuth, greeting: g}, nil
+	}
+	up, err := socks5.AppendUserPass(nil, user, pass)
+	if err != nil {
+		return auth{}, err
+	}
+	g, _ := socks5.AppendGreeting(nil, socks5.MethodUserPass)
+	return auth{method: socks5.MethodUserPass, greeting: g, userPass: up}, nil
+}
+
+// negotiate offers the one method and, for username and password, runs the
+// RFC 1929 round. Replies are read to their exact length, so no byte past
+// them is consumed.
+func (a *auth) negotiate(rw io.ReadWriter) error {
+	if _, err := rw.Write(a.greeting); err != nil {
+		return err
+	}
+	m, err := socks5.ReadMethodChoice(rw)
+	if err != nil {
+		return closed(err)
+	}
+	if m != a.method {
+		return fmt.Errorf("socks: server chose method %#02x, which was not offered", m)
+	}
+	if a.userPass == nil {
+		return nil
+	}
+	if _, err := rw.Write(a.userPass); err != nil {
+		return err
+	}
+	return closed(socks5.ReadUserPassStatus(rw))
+}
+
+// request sends cmd naming addr and reads the reply. A non-zero status is a
+// *RejectedError; success returns the address the reply names.
+func request(rw io.ReadWriter, cmd byte, addr netx.Addr) (netx.Addr, error) {
+	var buf [socks5.MaxUDPHeaderLen]byte // VER CMD RSV and the longest address: as long as the longest UDP header
+	req, err := socks5.AppendRequest(buf[:0], cmd, addr)
+	if err != nil {
+		return netx.Addr{}, err
+	}
+	if _, err := rw.Write(req); err != nil {
+		return netx.Addr{}, err
+	}
+	status, bound, err := socks5.ReadReply(rw)
+	if err != nil {
+		return netx.Addr{}, closed(err)
+	}
+	if status != socks5.ReplySucceeded {
+		return netx.Addr{}, &RejectedError{Status: status}
+	}
+	return bound, nil
+}
+
+// closed turns an end of stream in the middle of a reply into
+// ErrHandshakeClosed; other errors are returned as they are.
+func closed(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return ErrHandshakeClosed
+	}
+	return err
+}

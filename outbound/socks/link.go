@@ -1,0 +1,186 @@
+package socks
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"switchyard/netx"
+	"switchyard/protocol/socks5"
+)
+
+// Buffer sizes of one association.
+const (
+	recvBufSize = 64 << 10 // the largest relay datagram read
+	sinkSize    = 256      // what the control connection is drained into
+	scratchSize = 2048     // the initial capacity of the outgoing datagram buffer
+)
+
+// The largest UDP payload one datagram carries over IPv4 and over IPv6.
+const (
+	maxDatagram4 = 65535 - 20 - 8
+	maxDatagram6 = 65535 - 8
+)
+
+// link is one association: a UDP socket toward the relay, kept alive by the
+// control connection it was set up on. Every datagram carries a SOCKS5 UDP
+// header naming its own peer.
+//
+// WritePacket, ReadPacket and Close may run concurrently, one goroutine
+// each; a goroutine of the link's own drains the control connection until
+// it ends or Close closes it.
+type link struct {
+	control  net.Conn
+	udp      *net.UDPConn
+	relay    netip.AddrPort // unmapped
+	maxFrame int
+
+	rbuf   []byte           // ReadPacket's alone
+	parser socks5.UDPParser // ReadPacket's alone
+	wbuf   []byte           // WritePacket's alone
+
+	ended   atomic.Bool // the control connection ended
+	mu      sync.Mutex  // guards pending
+	pending error       // a control read error not yet returned
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	watched   chan struct{} // closed when the control drain returns
+}
+
+var _ netx.PacketLink = (*link)(nil)
+
+func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort) *link {
+	l := &link{
+		control:  control,
+		udp:      udp,
+		relay:    relay,
+		maxFrame: maxDatagram4,
+		rbuf:     make([]byte, recvBufSize),
+		wbuf:     make([]byte, 0, scratchSize),
+		watched:  make(chan struct{}),
+	}
+	if relay.Addr().Is6() {
+		l.maxFrame = maxDatagram6
+	}
+	go l.drain()
+	return l
+}
+
+// drain reads the control connection into a sink until it ends. Its end,
+// unless Close caused it, ends the association: a blocked ReadPacket is
+// woken, and every later call fails.
+func (l *link) drain() {
+	defer close(l.watched)
+	var sink [sinkSize]byte
+	for {
+		_, err := l.control.Read(sink[:])
+		if err == nil {
+			continue
+		}
+		if l.closed.Load() {
+			return
+		}
+		if err != io.EOF {
+			l.mu.Lock()
+			l.pending = err
+			l.mu.Unlock()
+		}
+		l.ended.Store(true)
+		l.udp.SetReadDeadline(longAgo)
+		return
+	}
+}
+
+// controlErr is nil while the control connection is open. Once it ended, a
+// read error is returned once as it is, and ErrControlClosed every time
+// after (and at once for an end of stream).
+func (l *link) controlErr() error {
+	if !l.ended.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.pending; err != nil {
+		l.pending = nil
+		return err
+	}
+	return ErrControlClosed
+}
+
+// WritePacket sends p to the relay with a header naming to.
+func (l *link) WritePacket(p []byte, to netx.Addr) error {
+	if l.closed.Load() {
+		return net.ErrClosed
+	}
+	if err := l.controlErr(); err != nil {
+		return err
+	}
+	if err := socks5.CheckAddr(to); err != nil {
+		return err
+	}
+	if len(p) > l.maxFrame {
+		return ErrFrameTooLarge
+	}
+	frame := socks5.AppendUDP(l.wbuf[:0], to, p)
+	l.wbuf = frame[:0]
+	if len(frame) > l.maxFrame {
+		return ErrFrameTooLarge
+	}
+	if _, err := l.udp.WriteToUDPAddrPort(frame, l.relay); err != nil {
+		if l.closed.Load() {
+			return net.ErrClosed
+		}
+		return err
+	}
+	return nil
+}
+
+// ReadPacket returns the payload of the next datagram from the relay and
+// the peer its header names. Datagrams from any other source and datagrams
+// whose header does not parse are skipped; a payload longer than p is
+// truncated, as UDP does.
+func (l *link) ReadPacket(p []byte) (int, netx.Addr, error) {
+	for {
+		if l.closed.Load() {
+			return 0, netx.Addr{}, net.ErrClosed
+		}
+		if err := l.controlErr(); err != nil {
+			return 0, netx.Addr{}, err
+		}
+		n, from, err := l.udp.ReadFromUDPAddrPort(l.rbuf)
+		if err != nil {
+			if l.closed.Load() {
+				return 0, netx.Addr{}, net.ErrClosed
+			}
+			if cerr := l.controlErr(); cerr != nil {
+				return 0, netx.Addr{}, cerr
+			}
+			return 0, netx.Addr{}, err
+		}
+		if netip.AddrPortFrom(from.Addr().Unmap(), from.Port()) != l.relay {
+			continue
+		}
+		peer, payload, err := l.parser.Parse(l.rbuf[:n])
+		if err != nil {
+			continue
+		}
+		return copy(p, payload), peer, nil
+	}
+}
+
+// Close closes the control connection and the relay socket and waits for
+// the control drain. It is idempotent; the first call returns the close
+// errors joined.
+func (l *link) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		l.closed.Store(true)
+		err = errors.Join(l.control.Close(), l.udp.Close())
+		<-l.watched
+	})
+	return err
+}
