@@ -11,6 +11,8 @@ import (
 	"switchyard/outbound/direct"
 	"switchyard/outbound/http"
 	"switchyard/outbound/socks"
+	"switchyard/outbound/trojan"
+	"switchyard/outbound/vless"
 	"switchyard/spec"
 )
 
@@ -26,6 +28,18 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 		out = direct.New(s, deps)
 	case "block":
 		out = block.New()
+	case "trojan":
+		t, err := trojan.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = t
+	case "vless":
+		v, err := vless.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = v
 	case "socks":
 		s, err := socks.New(o, deps)
 		if err != nil {

@@ -1,0 +1,94 @@
+// Package trojan is the Trojan proxy client over TLS: CONNECT for streams,
+// UDP ASSOCIATE for datagram links whose packets each name their own peer.
+package trojan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	codec "switchyard/protocol/trojan"
+	"switchyard/spec"
+	"switchyard/transport"
+)
+
+// Outbound is a Trojan outbound.
+type Outbound struct {
+	transport *transport.Dialer
+	key       codec.Key // the password's key, derived once
+}
+
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Prober   = (*Outbound)(nil)
+)
+
+// New builds a Trojan outbound: it hashes the password once and prepares
+// the TLS transport; it opens no socket. Trojan runs only over TLS, so an
+// outbound without a tls table is refused.
+func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
+	if deps.Dialer == nil {
+		return nil, errors.New("trojan: no dialer")
+	}
+	if o.TLS == nil {
+		return nil, errors.New("trojan: a tls table is required (trojan runs over TLS)")
+	}
+	if o.Password == "" {
+		return nil, errors.New("trojan: password must not be empty")
+	}
+	t, err := transport.New(o, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &Outbound{transport: t, key: codec.NewKey(o.Password)}, nil
+}
+
+// ProbeTarget is the Trojan server.
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+
+// DialStream connects to the server and sends the CONNECT request on its
+// own. The server connection itself is the flow's stream from there on: the
+// flow's bytes travel unchanged, and it keeps the transport's half-close.
+func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	return o.open(ctx, codec.CmdConnect, f.Dst)
+}
+
+// udpPlaceholder is the destination a UDP ASSOCIATE names: its packets name
+// their peers.
+var udpPlaceholder = netx.Addr{IP: netip.IPv4Unspecified()}
+
+// DialPacket connects to the server and sends the UDP ASSOCIATE request on
+// its own. Every packet on the link names its peer, so one link serves all
+// the peers of an association.
+func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	c, err := o.open(ctx, codec.CmdUDPAssociate, udpPlaceholder)
+	if err != nil {
+		return nil, err
+	}
+	return newPacketLink(c), nil
+}
+
+// open dials the server and writes the request header, bounded by ctx.
+func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, error) {
+	req, err := codec.AppendRequest(make([]byte, 0, codec.RequestHeaderMax), &o.key, cmd, to)
+	if err != nil {
+		return nil, err
+	}
+	c, err := o.transport.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = within(ctx, c, func() error {
+		_, err := c.Write(req)
+		return err
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("trojan: sending the request: %w", err)
+	}
+	return c, nil
+}

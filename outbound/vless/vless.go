@@ -1,0 +1,122 @@
+// Package vless is the VLESS proxy client: TCP streams, and UDP either as
+// one target per datagram link or, with packet_encoding "xudp", as XUDP over
+// Mux.Cool, whose packets each name their own peer.
+package vless
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/protocol/mux"
+	codec "switchyard/protocol/vless"
+	"switchyard/spec"
+	"switchyard/transport"
+)
+
+// Outbound is a VLESS outbound.
+type Outbound struct {
+	transport *transport.Dialer
+	id        codec.UUID
+	xudp      bool
+	// gidKey derives the XUDP global ID of each association from its
+	// source; it lives as long as the outbound.
+	gidKey [mux.GlobalIDKeyLen]byte
+}
+
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Prober   = (*Outbound)(nil)
+)
+
+// New builds a VLESS outbound: it parses the UUID once and prepares the
+// transport; it opens no socket. Only the plain flow ("") is offered.
+func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
+	if deps.Dialer == nil {
+		return nil, errors.New("vless: no dialer")
+	}
+	if o.Flow != "" {
+		return nil, fmt.Errorf("vless: flow %q is not offered; use the plain flow \"\"", o.Flow)
+	}
+	out := &Outbound{}
+	switch o.PacketEncoding {
+	case "":
+	case "xudp":
+		out.xudp = true
+		rand.Read(out.gidKey[:])
+	default:
+		return nil, fmt.Errorf("vless: unknown packet_encoding %q (expected \"\" or \"xudp\")", o.PacketEncoding)
+	}
+	var err error
+	if out.id, err = codec.ParseUUID(o.UUID); err != nil {
+		return nil, err
+	}
+	if out.transport, err = transport.New(o, deps); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ProbeTarget is the VLESS server.
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+
+// DialStream connects to the server and sends the TCP request on its own.
+// The server's response header is read with the first Read.
+func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	c, err := o.open(ctx, codec.CmdTCP, f.Dst)
+	if err != nil {
+		return nil, err
+	}
+	return &streamConn{Conn: c}, nil
+}
+
+// DialPacket connects to the server and sends the UDP request on its own.
+// Without XUDP the request names f.Dst, the destination of the packet that
+// opens the link, and the link carries that one target: every packet goes
+// there whatever it names, and every reply comes from it. With XUDP the
+// request opens Mux.Cool and every packet names its own peer.
+func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	if !o.xudp {
+		c, err := o.open(ctx, codec.CmdUDP, f.Dst)
+		if err != nil {
+			return nil, err
+		}
+		return newPacketLink(c, f.Dst), nil
+	}
+	c, err := o.open(ctx, codec.CmdMux, netx.Addr{})
+	if err != nil {
+		return nil, err
+	}
+	var gid [8]byte
+	if f.Src.IsValid() {
+		gid = mux.GlobalID(&o.gidKey, f.Src)
+	} else {
+		rand.Read(gid[:])
+	}
+	return newXUDPLink(c, f.Dst, gid), nil
+}
+
+// open dials the server and writes the request header, bounded by ctx.
+func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, error) {
+	req, err := codec.AppendRequest(make([]byte, 0, codec.RequestHeaderMax), &o.id, cmd, to)
+	if err != nil {
+		return nil, err
+	}
+	c, err := o.transport.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = within(ctx, c, func() error {
+		_, err := c.Write(req)
+		return err
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("vless: sending the request: %w", err)
+	}
+	return c, nil
+}
