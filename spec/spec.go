@@ -95,12 +95,49 @@ type Outbound struct {
 	GlobalPadding  bool   // vmess
 	Transport      Transport
 	TLS            *TLS // nil: no TLS layer
+
+	// Hysteria 2 (also Server, Password, TLS, AddressFamily).
+	Obfs     *Obfs // nil: no obfuscation
+	UpMbps   int   // 0: BBR; > 0: Brutal at this send rate
+	DownMbps int
+
+	// WireGuard.
+	Endpoint              string // host:port of the peer
+	EndpointAddressFamily string // auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6
+	PrivateKey            string // base64, 32 bytes
+	PeerPublicKey         string // base64, 32 bytes
+	PresharedKey          string // base64, 32 bytes; "" = none
+	Addresses             []netip.Prefix
+	MTU                   int           // default 1408
+	Keepalive             time.Duration // persistent keepalive; 0 = off
+	AllowedIPs            []netip.Prefix
+	Reserved              []byte // nil or 3 bytes
+}
+
+// Obfs is a Hysteria 2 obfuscation layer.
+type Obfs struct {
+	Type     string // salamander
+	Password string
 }
 
 // Transport is the stream under a proxy client. Type "" and "tcp" are the
 // plain TCP connection.
 type Transport struct {
-	Type string // tcp
+	Type string // tcp | ws | grpc | httpupgrade
+
+	// ws and httpupgrade
+	Path    string
+	Host    string            // defaults to tls.server_name, else the server's host
+	Headers map[string]string // ws: extra request headers
+	// ws early data: the first MaxEarlyData bytes of the flow ride in the
+	// handshake, in EarlyDataHeader (default Sec-WebSocket-Protocol).
+	MaxEarlyData    int
+	EarlyDataHeader string
+
+	// grpc
+	ServiceName string
+	Authority   string // defaults to tls.server_name, else the server's host
+	Mode        string // gun | multi
 }
 
 // TLS is the TLS layer over a proxy client's transport.
@@ -109,6 +146,9 @@ type TLS struct {
 	ALPN       []string // nil: none
 	Insecure   bool     // verify = "insecure": no certificate or name check
 	CAFile     string   // absolute path of a PEM bundle added to the system roots; "" = none
+	// Fingerprint shapes the ClientHello like a browser's: chrome | firefox |
+	// safari | ios | edge | random; "" = Go's own.
+	Fingerprint string
 }
 
 // Balancer is a probe-driven choice among outbounds with a TCP upstream.
