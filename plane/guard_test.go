@@ -43,3 +43,31 @@ func TestClosingATargetsFlowsAbortsItsDatagramLinksAndWakesAWaitingReceive(t *te
 		t.Fatalf("drain text %q", ErrText)
 	}
 }
+
+type closingOutbound struct {
+	*block.Outbound
+	closed chan struct{}
+}
+
+func (c closingOutbound) Close() error { close(c.closed); return nil }
+
+func TestARetiredTargetReleasesItsOutboundAfterItsLastFlow(t *testing.T) {
+	out := closingOutbound{block.New(), make(chan struct{})}
+	tgt := plane.NewTarget(plane.OutboundID{Tag: "b", Version: 1}, out)
+	l, err := tgt.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt.Retire()
+	select {
+	case <-out.closed:
+		t.Fatal("the outbound was released while a flow still ran on it")
+	default:
+	}
+	l.Close()
+	select {
+	case <-out.closed:
+	case <-time.After(time.Second):
+		t.Fatal("the outbound was not released after its last flow")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 
@@ -31,9 +32,11 @@ type Target struct {
 	out outbound.Outbound // nil for a selector target
 	sel Selector          // set for a balancer: it picks a leaf per flow
 
-	mu     sync.Mutex // guards closed and flows
-	closed bool
-	flows  map[closer]struct{}
+	mu      sync.Mutex // guards closed, retired and flows
+	closed  bool
+	retired bool
+	flows   map[closer]struct{}
+	release sync.Once // closes the outbound once retired and idle
 }
 
 type closer interface{ drain() }
@@ -160,5 +163,30 @@ func (t *Target) add(c closer) bool {
 func (t *Target) remove(c closer) {
 	t.mu.Lock()
 	delete(t.flows, c)
+	idle := t.retired && len(t.flows) == 0
 	t.mu.Unlock()
+	if idle {
+		t.closeOutbound()
+	}
+}
+
+// Retire marks the target as no longer routed to: once its last flow ends
+// (at once when it has none) the outbound's own resources — a QUIC
+// connection, a tunnel — are released, if it holds any (io.Closer).
+func (t *Target) Retire() {
+	t.mu.Lock()
+	t.retired = true
+	idle := len(t.flows) == 0
+	t.mu.Unlock()
+	if idle {
+		t.closeOutbound()
+	}
+}
+
+func (t *Target) closeOutbound() {
+	t.release.Do(func() {
+		if c, ok := t.out.(io.Closer); ok {
+			c.Close()
+		}
+	})
 }

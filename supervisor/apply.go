@@ -64,6 +64,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
 		if d.policy == spec.DrainClose {
 			t.CloseFlows()
 		}
+		t.Retire()
 	}
 	for _, st := range p.plan.balancers {
 		sv.log.Info(fmt.Sprintf("balancer %s@v%d %s", st.spec.Tag, st.version, st.kind))

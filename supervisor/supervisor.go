@@ -191,6 +191,9 @@ func (sv *Supervisor) Close() error {
 	}
 	for _, t := range sv.cell.Load().Targets {
 		t.CloseFlows()
+		if !t.IsSelector() {
+			t.Retire()
+		}
 	}
 	return errors.Join(errs...)
 }
