@@ -13,6 +13,7 @@ import (
 	"switchyard/outbound/socks"
 	"switchyard/outbound/trojan"
 	"switchyard/outbound/vless"
+	"switchyard/outbound/vmess"
 	"switchyard/spec"
 )
 
@@ -36,6 +37,12 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 		out = t
 	case "vless":
 		v, err := vless.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = v
+	case "vmess":
+		v, err := vmess.New(o, deps)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,133 @@
+package vmess
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	protocol "switchyard/protocol/vmess"
+)
+
+// minChunkRoom is the least payload room for which a chunk is added to a
+// staging buffer that already holds one; with less, the buffer is sent first.
+const minChunkRoom = 4096
+
+var errWriteClosed = errors.New("vmess: write after CloseWrite")
+
+// streamConn is a TCP flow through VMess. Read and Write may run at once,
+// each from one goroutine; Close may come from any. Deadlines and addresses
+// are the upstream connection's.
+type streamConn struct {
+	net.Conn // the upstream
+
+	rd      frameReader
+	pending []byte // the rest of the last chunk read
+
+	enc  *protocol.Encoder
+	wbuf []byte
+	werr error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newStreamConn(c net.Conn, s *protocol.Session) *streamConn {
+	sc := &streamConn{Conn: c, rd: newFrameReader(c, s), enc: s.NewEncoder()}
+	if sc.enc.Framed() {
+		sc.wbuf = make([]byte, 0, bufSize)
+	}
+	return sc
+}
+
+// Read returns the server's payload. The response header is opened on the
+// first Read; a header that does not answer this request fails the flow.
+func (c *streamConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(c.pending) == 0 {
+		if c.rd.dec.Raw() {
+			return c.rd.readRaw(p)
+		}
+		payload, err := c.rd.next()
+		if err != nil {
+			return 0, err
+		}
+		c.pending = payload
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// Write seals p in chunks, as many as fit the staging buffer per write to
+// the upstream.
+func (c *streamConn) Write(p []byte) (int, error) {
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	if !c.enc.Framed() {
+		n, err := c.Conn.Write(p)
+		if err != nil {
+			c.werr = err
+		}
+		return n, err
+	}
+	written := 0
+	for len(p) > 0 {
+		buf, taken := c.wbuf[:0], 0
+		for taken < len(p) {
+			room := cap(buf) - len(buf) - protocol.ChunkOverhead
+			left := len(p) - taken
+			if len(buf) > 0 && room < left && room < minChunkRoom {
+				break
+			}
+			n := min(left, room, protocol.MaxStreamPayload)
+			var err error
+			if buf, err = c.enc.Seal(buf, p[taken:taken+n]); err != nil {
+				c.werr = err
+				return written, err
+			}
+			taken += n
+		}
+		if _, err := c.Conn.Write(buf); err != nil {
+			c.werr = err
+			return written, err
+		}
+		written += taken
+		p = p[taken:]
+	}
+	return written, nil
+}
+
+// CloseWrite ends the body with its end chunk, then half-closes the
+// upstream. An unframed body ends only with the upstream's half-close.
+func (c *streamConn) CloseWrite() error {
+	if c.werr != nil {
+		return c.werr
+	}
+	c.werr = errWriteClosed
+	if c.enc.Framed() {
+		end, err := c.enc.SealEnd(c.wbuf[:0])
+		if err == nil {
+			_, err = c.Conn.Write(end)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	if c.enc.Framed() {
+		return nil
+	}
+	return fmt.Errorf("vmess: the upstream %T cannot half-close an unframed body", c.Conn)
+}
+
+// Close closes the upstream; it is idempotent.
+func (c *streamConn) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.Conn.Close() })
+	return c.closeErr
+}

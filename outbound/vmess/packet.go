@@ -1,0 +1,77 @@
+package vmess
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"switchyard/netx"
+	protocol "switchyard/protocol/vmess"
+)
+
+// packetLink is a UDP link through VMess: one chunk per datagram, all to the
+// one target the request header named. WritePacket is called from one
+// goroutine and ReadPacket from another; Close may come from any.
+type packetLink struct {
+	conn   net.Conn
+	target netx.Addr
+
+	rd frameReader
+
+	enc  *protocol.Encoder
+	wbuf []byte
+	werr error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newPacketLink(c net.Conn, s *protocol.Session, target netx.Addr) *packetLink {
+	return &packetLink{
+		conn:   c,
+		target: target,
+		rd:     newFrameReader(c, s),
+		enc:    s.NewEncoder(),
+		wbuf:   make([]byte, 0, bufSize),
+	}
+}
+
+// WritePacket sends p to the link's target; to is not used, since the
+// request header named the target. An empty datagram cannot be sent (an
+// empty chunk ends the body): it is dropped.
+func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
+	if l.werr != nil {
+		return l.werr
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if len(p)+stagingReserve > bufSize {
+		return fmt.Errorf("vmess: %w (a datagram of %d bytes)", errFrameTooLarge, len(p))
+	}
+	buf, err := l.enc.Seal(l.wbuf[:0], p)
+	if err == nil {
+		_, err = l.conn.Write(buf)
+	}
+	if err != nil {
+		l.werr = err
+	}
+	return err
+}
+
+// ReadPacket returns the next datagram from the target. A datagram longer
+// than p is cut to p's length, as a UDP socket does.
+func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
+	payload, err := l.rd.next()
+	if err != nil {
+		return 0, netx.Addr{}, err
+	}
+	return copy(p, payload), l.target, nil
+}
+
+// Close closes the upstream, which ends a pending ReadPacket; it is
+// idempotent.
+func (l *packetLink) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })
+	return l.closeErr
+}

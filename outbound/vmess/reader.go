@@ -1,0 +1,122 @@
+package vmess
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	protocol "switchyard/protocol/vmess"
+)
+
+// closedError is an end of the upstream where the protocol needed more. It
+// matches io.ErrUnexpectedEOF.
+type closedError string
+
+func (e closedError) Error() string        { return string(e) }
+func (e closedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
+
+const (
+	errClosedInHandshake = closedError("upstream closed during the handshake")
+	errClosedInFrame     = closedError("upstream closed inside a frame")
+)
+
+// frameReader reads what the server sends, a frame at a time, into one
+// buffer of bufSize bytes, and opens it with the flow's decoder. A payload it
+// returns lives in the buffer until the next call. A frame that must be
+// held whole (a sealed chunk, a datagram, the response header) and does not
+// fit the buffer fails the flow; a stream in clear chunks is passed on as it
+// arrives, whatever its chunks' size.
+//
+// A read that times out leaves everything in place: the next call resumes
+// the same frame. Any other failure, and the end of the body, are final.
+type frameReader struct {
+	conn   net.Conn
+	dec    *protocol.Decoder
+	buf    []byte
+	r, w   int  // buf[r:w] is read and not yet decoded
+	opened bool // the response header was opened
+	err    error
+}
+
+func newFrameReader(c net.Conn, s *protocol.Session) frameReader {
+	return frameReader{conn: c, dec: s.NewDecoder(), buf: make([]byte, bufSize)}
+}
+
+// next returns the next payload: one chunk's, or for an unframed body
+// whatever has been read.
+func (fr *frameReader) next() ([]byte, error) {
+	for fr.err == nil {
+		frame, payload, err := fr.dec.Decode(fr.buf[fr.r:fr.w])
+		switch {
+		case err == io.EOF:
+			fr.err = io.EOF
+		case err != nil:
+			fr.err = err
+		case frame <= fr.w-fr.r:
+			fr.r += frame
+			fr.opened = true
+			if len(payload) > 0 {
+				return payload, nil
+			}
+		case frame > len(fr.buf):
+			fr.err = fmt.Errorf("vmess: %w (%d bytes)", errUpstreamFrame, frame)
+		default:
+			if err := fr.fill(fr.r + frame); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, fr.err
+}
+
+// fill reads once from the upstream, first moving the undecoded bytes to the
+// front of the buffer when the frame would not fit after them.
+func (fr *frameReader) fill(frameEnd int) error {
+	if frameEnd > len(fr.buf) {
+		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
+		fr.r = 0
+	}
+	n, err := fr.conn.Read(fr.buf[fr.w:])
+	fr.w += n
+	if n > 0 || err == nil {
+		return nil
+	}
+	return fr.fail(err)
+}
+
+// fail turns a read error into the flow's error: a timeout is returned as it
+// is and leaves the flow open; an end of the upstream is a clean end only
+// between two frames of an open body.
+func (fr *frameReader) fail(err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return err
+	case err == io.EOF && !fr.opened:
+		fr.err = fmt.Errorf("vmess: %w", errClosedInHandshake)
+	case err == io.EOF && (fr.r < fr.w || fr.dec.Mid()):
+		fr.err = fmt.Errorf("vmess: %w", errClosedInFrame)
+	default:
+		fr.err = err
+	}
+	return fr.err
+}
+
+// readRaw serves an unframed body straight into p once the bytes read
+// beyond the response header are used up.
+func (fr *frameReader) readRaw(p []byte) (int, error) {
+	if fr.err != nil {
+		return 0, fr.err
+	}
+	if fr.r < fr.w {
+		n := copy(p, fr.buf[fr.r:fr.w])
+		fr.r += n
+		return n, nil
+	}
+	n, err := fr.conn.Read(p)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		fr.err = err
+	}
+	return n, err
+}
