@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"time"
 
 	"switchyard/spec"
@@ -24,7 +25,37 @@ const (
 	defaultBalancerStrategy   = "failover"
 	defaultProbeInterval      = 30 * time.Second
 	defaultProbeTimeout       = 5 * time.Second
+
+	// Transports.
+	defaultHTTPPath        = "/" // ws and httpupgrade
+	defaultEarlyDataHeader = "Sec-WebSocket-Protocol"
+	defaultGRPCServiceName = "grpc"
+	defaultGRPCMode        = "gun"
+
+	// WireGuard. The MTU is the tunnel's, inside the encapsulation: 576 is
+	// the least IPv4 has every host accept (RFC 791); a tunnel with an IPv6
+	// address needs 1280 (RFC 8200), and the loader refuses less for it.
+	defaultWireGuardMTU = 1408
+	minWireGuardMTU     = 576
+	minIPv6MTU          = 1280
+	maxWireGuardMTU     = 65535
 )
+
+// wireGuardKeySize is the length of every WireGuard key (Curve25519 keys
+// and the preshared key).
+const wireGuardKeySize = 32
+
+// wireGuardReservedSize is the number of reserved bytes of a WireGuard
+// message header that some servers use to tell clients apart.
+const wireGuardReservedSize = 3
+
+// maxWireGuardKeepalive is the longest persistent keepalive: the protocol
+// counts it in seconds in 16 bits.
+const maxWireGuardKeepalive = 65535 * time.Second
+
+// salamanderMinPassword is the shortest salamander obfuscation password
+// Hysteria 2 accepts.
+const salamanderMinPassword = 4
 
 // The outbound tags that always exist.
 const (
@@ -59,8 +90,8 @@ var (
 
 	// probeableTypes are the canonical outbound types with an upstream a
 	// balancer's TCP health probe can reach: the proxy clients over a
-	// stream. direct and block have no upstream; UDP-based clients would be
-	// marked down for ever by a TCP connect.
+	// stream. direct and block have no upstream; UDP-based clients
+	// (hysteria2, wireguard) would be marked down for ever by a TCP connect.
 	probeableTypes = []string{"socks", "http", "shadowsocks", "trojan", "vless", "vmess"}
 
 	// outboundTypes maps every accepted outbound type, aliases included, to
@@ -76,6 +107,8 @@ var (
 		"trojan":      "trojan",
 		"vless":       "vless",
 		"vmess":       "vmess",
+		"hysteria2":   "hysteria2",
+		"wireguard":   "wireguard",
 	}
 
 	// everyOutboundKeys are the keys every outbound type takes;
@@ -90,7 +123,39 @@ var (
 		"trojan":      {"address_family", "server", "password", "transport", "tls"},
 		"vless":       {"address_family", "server", "uuid", "flow", "packet_encoding", "transport", "tls"},
 		"vmess":       {"address_family", "server", "uuid", "security", "global_padding", "packet_encoding", "transport", "tls"},
+		"hysteria2":   {"address_family", "server", "password", "obfs", "up_mbps", "down_mbps", "tls"},
+		"wireguard": {"address_family", "endpoint", "endpoint_address_family", "private_key", "peer_public_key",
+			"preshared_key", "addresses", "mtu", "keepalive", "allowed_ips", "reserved"},
 	}
+
+	// transportKeys are the keys each transport type takes beside "type".
+	transportKeys = map[string][]string{
+		"tcp":         {},
+		"ws":          {"path", "host", "headers", "max_early_data", "early_data_header"},
+		"httpupgrade": {"path", "host"},
+		"grpc":        {"service_name", "authority", "mode"},
+	}
+
+	// transportALPN is the one ALPN protocol a transport runs on under TLS:
+	// the HTTP version it speaks. It is filled in when the tls table leaves
+	// alpn out, and any other written list is refused.
+	transportALPN = map[string]string{
+		"ws":          "http/1.1",
+		"httpupgrade": "http/1.1",
+		"grpc":        "h2",
+	}
+
+	// hysteria2ALPN is the ALPN of a Hysteria 2 client that does not set
+	// one.
+	hysteria2ALPN = []string{"h3"}
+
+	// wsHandshakeHeaders are the request headers the WebSocket handshake
+	// writes itself (lowercase); ws headers cannot set them.
+	wsHandshakeHeaders = []string{"connection", "upgrade", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"}
+
+	// defaultAllowedIPs are the destinations a WireGuard tunnel carries when
+	// allowed_ips is left out: everything.
+	defaultAllowedIPs = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 
 	// shadowsocksMethods are the accepted ciphers. The 2022 ones take
 	// base64 keys of ss2022KeyLengths bytes instead of a password.
@@ -110,12 +175,14 @@ var (
 	vmessSecurities = []string{"auto", "aes-128-gcm", "chacha20-poly1305", "none", "zero"}
 	packetEncodings = []string{"", "xudp"}
 	tlsVerifyModes  = []string{"system", "insecure"}
+	tlsFingerprints = []string{"chrome", "firefox", "safari", "ios", "edge", "random"}
+	grpcModes       = []string{"gun", "multi"}
+	obfsTypes       = []string{"salamander"}
 
-	// The accepted VLESS flows and transports. The pending ones are
-	// documented in CONFIG.md but not implemented yet: they are refused as
-	// not available rather than accepted and ignored.
-	vlessFlows            = []string{""}
-	pendingVLESSFlows     = []string{"xtls-rprx-vision"}
-	transportTypes        = []string{"tcp"}
-	pendingTransportTypes = []string{"ws", "grpc", "httpupgrade"}
+	// The accepted VLESS flows. The pending ones are documented in
+	// CONFIG.md but not implemented yet: they are refused as not available
+	// rather than accepted and ignored.
+	vlessFlows        = []string{""}
+	pendingVLESSFlows = []string{"xtls-rprx-vision"}
+	transportTypes    = []string{"tcp", "ws", "grpc", "httpupgrade"}
 )

@@ -13,6 +13,15 @@ type want struct {
 	msg  string
 }
 
+// WireGuard keys: a private key, its public key, another side's public key
+// and a preshared key.
+const (
+	wgPrivate = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+	wgPublic  = "NYBy1jZYgNGu6jKa35EhODhR7SGijjt16WXQ0s0WYlQ="
+	wgPeer    = "eaYx7t4b+cmPEgMs3q3Q56B5OY/HhriMyEbsia+FpRo="
+	wgPSK     = "oKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8="
+)
+
 const socksIn = "[[inbounds]]\ntag = \"in\"\ntype = \"socks\"\nlisten = \"127.0.0.1:1080\"\n" // lines 1-4
 
 func TestParseErrors(t *testing.T) {
@@ -121,24 +130,24 @@ tag = "a"
 type = "direct"
 
 [[outbounds]]
-tag = "h"
-type = "hysteria2"
+tag = "t"
+type = "tuic"
 server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
 password = "secret"
-obfs = { type = "salamander", password = "obfs-secret" }
-up_mbps = 0
-tls = { server_name = "example.com", fingerprint = "chrome" }
+congestion_control = "bbr"
+tls = { server_name = "example.com", fingerprint = "quic" }
 
 [[rules]]
-outbound = "h"
-`, []want{{7, "outbounds[1].type", `unknown outbound type "hysteria2"`}}},
+outbound = "t"
+`, []want{{7, "outbounds[1].type", `unknown outbound type "tuic"`}}},
 
 		{"every other outbound type is unknown", `[[outbounds]]
 tag = "a"
-type = "hysteria2"
+type = "tuic"
 [[outbounds]]
 tag = "b"
-type = "wireguard"
+type = "hysteria"
 [[outbounds]]
 tag = "c"
 type = "Direct"
@@ -149,8 +158,8 @@ type = "dns"
 tag = "e"
 type = "socks5"
 `, []want{
-			{3, "outbounds[0].type", `unknown outbound type "hysteria2"`},
-			{6, "outbounds[1].type", `unknown outbound type "wireguard"`},
+			{3, "outbounds[0].type", `unknown outbound type "tuic"`},
+			{6, "outbounds[1].type", `unknown outbound type "hysteria"`},
 			{9, "outbounds[2].type", `unknown outbound type "Direct"`},
 			{12, "outbounds[3].type", `unknown outbound type "dns"`},
 			{15, "outbounds[4].type", `unknown outbound type "socks5"`},
@@ -472,21 +481,48 @@ members = ["out", "deny", "direct", "block"]
 		}},
 
 		{"balancer member with a refused type adds no problem", `[[outbounds]]
-tag = "hy2"
-type = "hysteria2"
+tag = "tuic"
+type = "tuic"
 server = "192.0.2.1:443"
 [[outbounds]]
-tag = "wg"
-type = "wireguard"
+tag = "dns-out"
+type = "dns"
 [[outbounds]]
 tag = "typeless"
 [[balancers]]
 tag = "pool"
-members = ["hy2", "wg", "typeless"]
+members = ["tuic", "dns-out", "typeless"]
 `, []want{
-			{3, "outbounds[0].type", `unknown outbound type "hysteria2"`},
-			{7, "outbounds[1].type", `unknown outbound type "wireguard"`},
+			{3, "outbounds[0].type", `unknown outbound type "tuic"`},
+			{7, "outbounds[1].type", `unknown outbound type "dns"`},
 			{8, "outbounds[2].type", "required key is missing"},
+		}},
+
+		{"balancer members over UDP are refused", `[[outbounds]]
+tag = "hy2"
+type = "hysteria2"
+server = "192.0.2.1:443"
+password = "p"
+[[outbounds]]
+tag = "wg"
+type = "wireguard"
+endpoint = "192.0.2.1:51820"
+private_key = "` + wgPrivate + `"
+peer_public_key = "` + wgPeer + `"
+addresses = ["10.7.0.2"]
+[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "192.0.2.1:8388"
+method = "aes-128-gcm"
+password = "p"
+[[balancers]]
+tag = "pool"
+members = ["ss", "hy2", "wg", "direct"]
+`, []want{
+			{21, "balancers[0].members[1]", "balancer pool: outbound hy2 has no upstream a TCP health probe can reach"},
+			{21, "balancers[0].members[2]", "balancer pool: outbound wg has no upstream a TCP health probe can reach"},
+			{21, "balancers[0].members[3]", "balancer pool: outbound direct has no upstream a TCP health probe can reach"},
 		}},
 
 		{"balancer strategy and probe durations", `[[balancers]]
@@ -826,33 +862,314 @@ security = "auto"
 			{28, "outbounds[4].security", "an http outbound has no security"},
 		}},
 
-		{"transports not available yet, their own keys not reported", `[[outbounds]]
+		{"ws transport keys", `[[outbounds]]
 tag = "a"
 type = "vless"
 server = "example.com:443"
 uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
-transport = { type = "ws", path = "/ray", host = "example.com" }
+[outbounds.transport]
+type = "ws"
+path = "ray"
+host = "exa mple.com"
+max_early_data = -1
+early_data_header = "X-Ed"
+service_name = "grpc"
+headers = { "User Agent" = "x", Host = "h", Upgrade = "websocket", "X-Ok" = "a\r\nb", "x-dup" = "1", "X-Dup" = "2" }
+`, []want{
+			{8, "outbounds[0].transport.path", `"ray" must start with "/"`},
+			{9, "outbounds[0].transport.host", `"exa mple.com" is not a host name or an IP address`},
+			{10, "outbounds[0].transport.max_early_data", "-1 is out of range 0..2147483647"},
+			{11, "outbounds[0].transport.early_data_header", "an early data header has no use without early data (max_early_data is 0)"},
+			{12, "outbounds[0].transport.service_name", "a ws transport has no service name"},
+			{13, "outbounds[0].transport.headers.Host", "set the transport's host key instead of a Host header"},
+			{13, "outbounds[0].transport.headers.Upgrade", "Upgrade is written by the WebSocket handshake itself"},
+			{13, `outbounds[0].transport.headers."User Agent"`, `"User Agent" is not an HTTP header name`},
+			{13, "outbounds[0].transport.headers.X-Ok", "a header value cannot hold control characters (CR, LF, NUL...)"},
+			{13, "outbounds[0].transport.headers.x-dup", `header "x-dup" is set twice (as "X-Dup" too; header names are case-insensitive)`},
+		}},
+
+		{"ws early data and paths", `[[outbounds]]
+tag = "a"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray?ed=2048", max_early_data = 2048 }
 [[outbounds]]
 tag = "b"
 type = "vmess"
 server = "example.com:443"
 uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
-[outbounds.transport]
-service_name = "grpc"
-type = "grpc"
+transport = { type = "ws", path = "/ray?ed=x" }
 [[outbounds]]
 tag = "c"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray?ed=1&ed=2" }
+[[outbounds]]
+tag = "d"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray?ed=1", headers = { "sec-websocket-protocol" = "chat" } }
+[[outbounds]]
+tag = "e"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", max_early_data = 16, early_data_header = "Bad Header" }
+[[outbounds]]
+tag = "f"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", max_early_data = 16, early_data_header = "", path = "/a b" }
+[[outbounds]]
+tag = "g"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/x#frag", max_early_data = 2147483648 }
+`, []want{
+			{6, "outbounds[0].transport.max_early_data", `max_early_data and the path's "ed=" both set early data; keep one`},
+			{12, "outbounds[1].transport.path", `"/ray?ed=x": "ed=" takes a number of bytes 0..2147483647`},
+			{18, "outbounds[2].transport.path", `"/ray?ed=1&ed=2": "ed=" is given twice`},
+			{24, "outbounds[3].transport.headers.sec-websocket-protocol", "Sec-WebSocket-Protocol carries the early data; it cannot be set in headers too"},
+			{30, "outbounds[4].transport.early_data_header", `"Bad Header" is not an HTTP header name`},
+			{36, "outbounds[5].transport.path", `"/a b": a request path is printable ASCII without spaces or "#" (percent-encode the rest)`},
+			{36, "outbounds[5].transport.early_data_header", "must not be empty"},
+			{42, "outbounds[6].transport.path", `"/x#frag": a request path is printable ASCII`},
+			{42, "outbounds[6].transport.max_early_data", "2147483648 is out of range 0..2147483647"},
+		}},
+
+		{"httpupgrade transport keys", `[[outbounds]]
+tag = "a"
 type = "trojan"
 server = "example.com:443"
 password = "p"
-transport = { type = "httpupgrade", path = "/" }
 tls = {}
+transport = { type = "httpupgrade", path = "/up?ed=2048", host = "", headers = { A = "b" }, max_early_data = 1, mode = "gun" }
 `, []want{
-			{6, "outbounds[0].transport.type", `transport type "ws" is not available`},
-			{14, "outbounds[1].transport.type", `transport type "grpc" is not available`},
-			{20, "outbounds[2].transport.type", `transport type "httpupgrade" is not available`},
+			{7, "outbounds[0].transport.headers", "an httpupgrade transport has no headers"},
+			{7, "outbounds[0].transport.max_early_data", "an httpupgrade transport has no max early data"},
+			{7, "outbounds[0].transport.mode", "an httpupgrade transport has no mode"},
+			{7, "outbounds[0].transport.path", `an httpupgrade transport carries no early data: take "ed=" out of the path`},
+			{7, "outbounds[0].transport.host", "must not be empty"},
 		}},
 
+		{"grpc transport keys and its tls table", `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "grpc", service_name = "my service", authority = "a:1", mode = "stream", path = "/" }
+[[outbounds]]
+tag = "b"
+type = "trojan"
+server = "example.com:443"
+password = "p"
+transport = { type = "grpc" }
+[[outbounds]]
+tag = "c"
+type = "vmess"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "grpc", service_name = "" }
+tls = { alpn = ["http/1.1"] }
+[[outbounds]]
+tag = "d"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws" }
+tls = { alpn = ["h2", "http/1.1"], fingerprint = "opera" }
+[[outbounds]]
+tag = "e"
+type = "socks"
+server = "127.0.0.1:1080"
+transport = { type = "httpupgrade" }
+tls = { alpn = ["h2"], fingerprint = "Chrome" }
+[[outbounds]]
+tag = "f"
+type = "socks"
+server = "127.0.0.1:1080"
+transport = { type = "ws" }
+tls = { alpn = [] }
+[[outbounds]]
+tag = "g"
+type = "socks"
+server = "127.0.0.1:1080"
+transport = { type = "grpc" }
+tls = { alpn = ["h2", "http/1.1"] }
+`, []want{
+			{1, "outbounds[0].tls", "grpc needs a tls table"},
+			{6, "outbounds[0].transport.path", "a grpc transport has no path"},
+			{6, "outbounds[0].transport.service_name", `"my service": a gRPC service name cannot hold spaces, control characters, "?" or "#"`},
+			{6, "outbounds[0].transport.authority", `"a:1" is not a host name or an IP address`},
+			{6, "outbounds[0].transport.mode", `"stream" is not one of gun | multi`},
+			{7, "outbounds[1].tls", "trojan needs a tls table"},
+			{18, "outbounds[2].transport.service_name", "must not be empty"},
+			{19, "outbounds[2].tls.alpn", `gRPC runs over HTTP/2: alpn is ["h2"] or left out`},
+			{26, "outbounds[3].tls.fingerprint", `"opera" is not one of chrome | firefox | safari | ios | edge | random`},
+			{26, "outbounds[3].tls.alpn", `a ws transport runs over HTTP/1.1: alpn is ["http/1.1"] or left out`},
+			{32, "outbounds[4].tls.fingerprint", `"Chrome" is not one of chrome | firefox | safari | ios | edge | random`},
+			{32, "outbounds[4].tls.alpn", `an httpupgrade transport runs over HTTP/1.1: alpn is ["http/1.1"] or left out`},
+			{38, "outbounds[5].tls.alpn", `a ws transport runs over HTTP/1.1: alpn is ["http/1.1"] or left out`},
+			{44, "outbounds[6].tls.alpn", `gRPC runs over HTTP/2: alpn is ["h2"] or left out`},
+		}},
+
+		{"ws headers written as a string", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+transport = { type = "ws", headers = "User-Agent: x" }
+`, []want{{5, "outbounds[0].transport.headers", "expected a table of strings, found a string"}}},
+
+		{"ws header value written as an integer", `[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:1081"
+[outbounds.transport]
+type = "ws"
+headers.X-Count = 1
+`, []want{{7, "outbounds[0].transport.headers.X-Count", "expected a string, found an integer"}}},
+
+		{"hysteria2 keys", `[[outbounds]]
+tag = "a"
+type = "hysteria2"
+server = "example.com"
+obfs = { type = "xor", password = "abc" }
+up_mbps = -1
+down_mbps = 4294967296
+transport = { type = "tcp" }
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+tls = { fingerprint = "chrome", alpn = [] }
+[[outbounds]]
+tag = "b"
+type = "hysteria2"
+server = "192.0.2.1:0"
+password = ""
+obfs = { password = "long enough" }
+[[outbounds]]
+tag = "c"
+type = "hysteria2"
+server = "[2001:db8::1]:443"
+password = "p"
+obfs = { type = "salamander" }
+address_family = "ipv7"
+drain = "never"
+tls = { alpn = ["h3", "h3-29"] }
+`, []want{
+			{1, "outbounds[0].password", "required key is missing"},
+			{4, "outbounds[0].server", `bad address "example.com"`},
+			{5, "outbounds[0].obfs.type", `"xor" is not one of salamander`},
+			{5, "outbounds[0].obfs.password", "salamander takes a password of at least 4 bytes; this is 3"},
+			{6, "outbounds[0].up_mbps", "-1 is out of range 0..2147483647"},
+			{7, "outbounds[0].down_mbps", "4294967296 is out of range 0..2147483647"},
+			{8, "outbounds[0].transport", "a hysteria2 outbound has no transport"},
+			{9, "outbounds[0].uuid", "a hysteria2 outbound has no uuid"},
+			{10, "outbounds[0].tls.fingerprint", "QUIC carries its own TLS handshake: a ClientHello fingerprint does not apply"},
+			{10, "outbounds[0].tls.alpn", `Hysteria 2 runs over HTTP/3: alpn is ["h3"] or left out`},
+			{14, "outbounds[1].server", `"192.0.2.1:0": port 0 is not a server port`},
+			{15, "outbounds[1].password", "must not be empty"},
+			{16, "outbounds[1].obfs.type", "required key is missing"},
+			{22, "outbounds[2].obfs.password", "required key is missing"},
+			{23, "outbounds[2].address_family", `"ipv7" is not one of auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6`},
+			{24, "outbounds[2].drain", `"never" is not one of keep | close`},
+			{25, "outbounds[2].tls.alpn", `Hysteria 2 runs over HTTP/3: alpn is ["h3"] or left out`},
+		}},
+
+		{"hysteria2 obfs written as a string", `[[outbounds]]
+tag = "a"
+type = "hysteria2"
+server = "example.com:443"
+password = "p"
+obfs = "salamander"
+`, []want{{6, "outbounds[0].obfs", "expected a table, found a string"}}},
+
+		{"wireguard keys", `[[outbounds]]
+tag = "a"
+type = "wireguard"
+server = "203.0.113.1:51820"
+tls = {}
+password = "p"
+private_key = "not base64!"
+peer_public_key = "AAAAAAAAAAAAAAAAAAAAAA=="
+preshared_key = "AAAAAAAAAAAAAAAAAAAAAA"
+addresses = []
+mtu = 1400
+keepalive = "1500ms"
+allowed_ips = []
+reserved = [1, 2]
+endpoint_address_family = "any"
+[[outbounds]]
+tag = "b"
+type = "wireguard"
+endpoint = "wg.example"
+private_key = "` + wgPrivate + `"
+peer_public_key = "` + wgPublic + `"
+addresses = ["10.7.0.2/33", "0.0.0.0", "10.7.0.2/24", "10.7.0.2", "fd00:7::2", "fe80::1%eth0", "ff02::1"]
+mtu = 1000
+keepalive = "-1s"
+allowed_ips = ["10.0.0.0/8", "10.1.0.0/8", "bad"]
+reserved = [0, 256, -1]
+[[outbounds]]
+tag = "c"
+type = "wireguard"
+endpoint = "192.0.2.1:51820"
+private_key = "` + wgPrivate + `"
+peer_public_key = "` + wgPeer + `"
+addresses = ["10.7.0.2"]
+mtu = 70000
+keepalive = "65536s"
+preshared_key = "` + wgPSK + `\n"
+[[outbounds]]
+tag = "d"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+endpoint = "192.0.2.1:51820"
+up_mbps = 10
+allowed_ips = ["0.0.0.0/0"]
+`, []want{
+			{1, "outbounds[0].endpoint", "required key is missing"},
+			{4, "outbounds[0].server", "a wireguard outbound has no server"},
+			{5, "outbounds[0].tls", "a wireguard outbound has no tls"},
+			{6, "outbounds[0].password", "a wireguard outbound has no password"},
+			{7, "outbounds[0].private_key", `the private key is not base64 (standard alphabet, padded); make one with "wg genkey"`},
+			{8, "outbounds[0].peer_public_key", "the peer's public key decodes to 16 bytes; a WireGuard key is 32"},
+			{9, "outbounds[0].preshared_key", `the preshared key is not base64 (standard alphabet, padded); make one with "wg genpsk"`},
+			{10, "outbounds[0].addresses", "wireguard needs at least one tunnel-local address"},
+			{12, "outbounds[0].keepalive", `"1500ms": a WireGuard keepalive is whole seconds from 1s to 65535s`},
+			{13, "outbounds[0].allowed_ips", "no destination would go through the tunnel; leave allowed_ips out for everything"},
+			{14, "outbounds[0].reserved", "takes exactly 3 bytes; this is 2"},
+			{15, "outbounds[0].endpoint_address_family", `"any" is not one of auto | ipv4_only | ipv6_only | prefer_ipv4 | prefer_ipv6`},
+			{19, "outbounds[1].endpoint", `bad address "wg.example"`},
+			{21, "outbounds[1].peer_public_key", "this is the public key of private_key, this side's own; give the peer's"},
+			{22, "outbounds[1].addresses[0]", `"10.7.0.2/33" is not an IP address or an address with a prefix length`},
+			{22, "outbounds[1].addresses[1]", "0.0.0.0 cannot be a tunnel-local address"},
+			{22, "outbounds[1].addresses[3]", "duplicate address 10.7.0.2"},
+			{22, "outbounds[1].addresses[5]", `"fe80::1%eth0" is not an IP address or an address with a prefix length`},
+			{22, "outbounds[1].addresses[6]", "ff02::1 cannot be a tunnel-local address"},
+			{23, "outbounds[1].mtu", "the tunnel has an IPv6 address (fd00:7::2): IPv6 needs an MTU of at least 1280 (RFC 8200)"},
+			{24, "outbounds[1].keepalive", `"-1s" must be above zero; use "" for none`},
+			{25, "outbounds[1].allowed_ips[1]", "duplicate prefix 10.0.0.0/8"},
+			{25, "outbounds[1].allowed_ips[2]", `"bad" is not an IP prefix`},
+			{26, "outbounds[1].reserved[1]", "256 is out of range 0..255"},
+			{26, "outbounds[1].reserved[2]", "-1 is out of range 0..255"},
+			{34, "outbounds[2].mtu", "70000 is out of range 576..65535"},
+			{35, "outbounds[2].keepalive", `"65536s": a WireGuard keepalive is whole seconds from 1s to 65535s`},
+			{36, "outbounds[2].preshared_key", "the preshared key is not base64"},
+			{42, "outbounds[3].endpoint", "a vless outbound has no endpoint"},
+			{43, "outbounds[3].up_mbps", "a vless outbound has no up mbps"},
+			{44, "outbounds[3].allowed_ips", "a vless outbound has no allowed ips"},
+		}},
+
+		{"wireguard reserved written as a string", `[[outbounds]]
+tag = "a"
+type = "wireguard"
+reserved = "AAAA"
+`, []want{{4, "outbounds[0].reserved", "expected a list of integers, found a string"}}},
 		{"transport type unknown, empty, or tcp with keys it does not take", `[[outbounds]]
 tag = "a"
 type = "socks"
@@ -876,7 +1193,7 @@ transport = { Type = "tcp" }
 `, []want{
 			{5, "outbounds[0].transport.type", `unknown transport type "quic"`},
 			{10, "outbounds[1].transport.type", "must not be empty"},
-			{15, "outbounds[2].transport.path", `unknown key "path"`},
+			{15, "outbounds[2].transport.path", "a tcp transport has no path"},
 			{20, "outbounds[3].transport.Type", `unknown key "Type" (keys are case-sensitive: did you mean "type"?)`},
 		}},
 
@@ -906,14 +1223,13 @@ fingerprint = ""
 			{6, "outbounds[0].tls.alpn[1]", "must not be empty"},
 			{6, "outbounds[0].tls.alpn[2]", `duplicate ALPN protocol "h2"`},
 			{6, "outbounds[0].tls.verify", `"none" is not one of system | insecure`},
-			{6, "outbounds[0].tls.fingerprint", "fingerprint is not available"},
 			{12, "outbounds[1].tls.sni", `unknown key "sni"`},
 			{12, "outbounds[1].tls.server_name", `"example.com:443" is not a host name or an IP address`},
 			{12, "outbounds[1].tls.ca_file", `a CA file has no use with verify = "insecure"`},
 			{18, "outbounds[2].tls.server_name", `"[::1]" is not a host name or an IP address`},
 			{19, "outbounds[2].tls.ca_file", "must not be empty"},
 			{20, "outbounds[2].tls.alpn[0]", "an ALPN protocol name is at most 255 bytes (RFC 7301); this is 256"},
-			{21, "outbounds[2].tls.fingerprint", "fingerprint is not available"},
+			{21, "outbounds[2].tls.fingerprint", `"" is not one of chrome | firefox | safari | ios | edge | random`},
 		}},
 
 		{"transport written as a string", `[[outbounds]]

@@ -76,10 +76,46 @@ type fileOutbound struct {
 	GlobalPadding  *bool          `toml:"global_padding"`
 	Transport      *fileTransport `toml:"transport"`
 	TLS            *fileTLS       `toml:"tls"`
+
+	// Hysteria 2 (also server, password, tls).
+	Obfs     *fileObfs `toml:"obfs"`
+	UpMbps   *int64    `toml:"up_mbps"`
+	DownMbps *int64    `toml:"down_mbps"`
+
+	// WireGuard.
+	Endpoint              *string  `toml:"endpoint"`
+	EndpointAddressFamily *string  `toml:"endpoint_address_family"`
+	PrivateKey            *string  `toml:"private_key"`
+	PeerPublicKey         *string  `toml:"peer_public_key"`
+	PresharedKey          *string  `toml:"preshared_key"`
+	Addresses             []string `toml:"addresses"`
+	MTU                   *int64   `toml:"mtu"`
+	Keepalive             *string  `toml:"keepalive"`
+	AllowedIPs            []string `toml:"allowed_ips"`
+	Reserved              []int64  `toml:"reserved"`
 }
 
+// fileTransport holds the keys of every transport type; which of them a
+// type takes is transportKeys (defaults.go).
 type fileTransport struct {
 	Type *string `toml:"type"`
+
+	// ws and httpupgrade
+	Path            *string           `toml:"path"`
+	Host            *string           `toml:"host"`
+	Headers         map[string]string `toml:"headers"`
+	MaxEarlyData    *int64            `toml:"max_early_data"`
+	EarlyDataHeader *string           `toml:"early_data_header"`
+
+	// grpc
+	ServiceName *string `toml:"service_name"`
+	Authority   *string `toml:"authority"`
+	Mode        *string `toml:"mode"`
+}
+
+type fileObfs struct {
+	Type     *string `toml:"type"`
+	Password *string `toml:"password"`
 }
 
 type fileTLS struct {

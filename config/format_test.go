@@ -15,7 +15,7 @@ type = "direct"
 
 [[outbounds]]
 tag = "b"
-type = "hysteria2"
+type = "tuic"
 
 [[inbounds]]
 tag = "in"
@@ -23,7 +23,7 @@ type = "socks"
 lisen = "127.0.0.1:1080"
 `
 	_, err := Parse([]byte(text), "sy.toml")
-	wantText := `sy.toml:10: outbounds[1].type: unknown outbound type "hysteria2"
+	wantText := `sy.toml:10: outbounds[1].type: unknown outbound type "tuic"
 sy.toml:12: inbounds[0].listen: required key is missing
 sy.toml:15: inbounds[0].lisen: unknown key "lisen"`
 	if err == nil || err.Error() != wantText {

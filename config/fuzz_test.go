@@ -28,6 +28,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[outbounds]]\ntag = \"t\"\ntype = \"trojan\"\nserver = \"example.com:443\"\npassword = \"p\"\n[outbounds.tls]\nca_file = \"ca.pem\"\nfingerprint = \"chrome\"\n"))
 	f.Add([]byte("[[outbounds]]\ntag = \"v\"\ntype = \"vless\"\nserver = \"example.com:443\"\nuuid = \"B831381D-6324-4D53-AD4F-8CDA48B30811\"\nflow = \"xtls-rprx-vision\"\npacket_encoding = \"xudp\"\n"))
 	f.Add([]byte("outbounds = [{ tag = \"m\", type = \"vmess\", server = \"example.com:443\", uuid = \"b831381d-6324-4d53-ad4f-8cda48b30811\", security = \"zero\", global_padding = false, alter_id = 0, transport = { type = \"grpc\" }, tls = {} }]\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"w\"\ntype = \"vless\"\nserver = \"192.0.2.1:443\"\nuuid = \"b831381d-6324-4d53-ad4f-8cda48b30811\"\ntransport = { type = \"ws\", path = \"/ray?ed=2048&a=b\", host = \"cdn.example\", headers = { \"User-Agent\" = \"x\", Host = \"h\" }, early_data_header = \"X-Ed\" }\ntls = { server_name = \"front.example\", fingerprint = \"chrome\" }\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"u\"\ntype = \"trojan\"\nserver = \"example.com:443\"\npassword = \"p\"\ntransport = { type = \"httpupgrade\", path = \"/up\", service_name = \"s\" }\ntls = { alpn = [\"h2\"] }\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"g\"\ntype = \"vmess\"\nserver = \"example.com:443\"\nuuid = \"b831381d-6324-4d53-ad4f-8cda48b30811\"\ntransport = { type = \"grpc\", service_name = \"Tun\", authority = \"a.example\", mode = \"multi\" }\ntls = { alpn = [\"h2\"], fingerprint = \"random\" }\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"hy2\"\ntype = \"hysteria2\"\nserver = \"[2001:db8::1]:443\"\npassword = \"p\"\nobfs = { type = \"salamander\", password = \"obfs\" }\nup_mbps = 10\ndown_mbps = 100\ntls = { server_name = \"h\", alpn = [\"h3\"] }\n[[balancers]]\ntag = \"pool\"\nmembers = [\"hy2\"]\n"))
+	f.Add([]byte("[[outbounds]]\ntag = \"wg\"\ntype = \"wireguard\"\nendpoint = \"203.0.113.1:51820\"\nprivate_key = \"ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\"\npeer_public_key = \"eaYx7t4b+cmPEgMs3q3Q56B5OY/HhriMyEbsia+FpRo=\"\naddresses = [\"10.7.0.2\", \"fd00:7::2/64\"]\nmtu = 1280\nkeepalive = \"25s\"\nallowed_ips = [\"0.0.0.0/0\"]\nreserved = [0, 1, 2]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data, "fuzz.toml")
 		if err != nil {

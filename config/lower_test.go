@@ -115,14 +115,28 @@ func TestFullFile(t *testing.T) {
 				Password:  "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=",
 				Transport: tcp},
 			{Tag: "trojan", Type: "trojan", AddressFamily: "auto", UDP: true, Server: "trojan.example:443",
-				Password: "secret", Transport: tcp,
-				TLS: &spec.TLS{ServerName: "cdn.example", CAFile: filepath.Join(testdata, "ca.pem")}},
+				Password:  "secret",
+				Transport: spec.Transport{Type: "httpupgrade", Path: "/up", Host: "up.example"},
+				TLS:       &spec.TLS{ServerName: "cdn.example", ALPN: []string{"http/1.1"}, CAFile: filepath.Join(testdata, "ca.pem")}},
 			{Tag: "vless", Type: "vless", AddressFamily: "auto", UDP: true, Server: "vless.example:443",
-				UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", PacketEncoding: "xudp", Transport: tcp,
+				UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", PacketEncoding: "xudp",
+				Transport: spec.Transport{Type: "ws", Path: "/ray?x=1", Host: "ws.example",
+					Headers:      map[string]string{"User-Agent": "switchyard", "X-Path": "a b"},
+					MaxEarlyData: 2048, EarlyDataHeader: "X-Early"},
 				TLS: &spec.TLS{ServerName: "vless.example", ALPN: []string{"http/1.1"}}},
 			{Tag: "vmess", Type: "vmess", AddressFamily: "auto", UDP: true, Server: "vmess.example:10086",
 				UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "chacha20-poly1305",
-				PacketEncoding: "xudp", Transport: tcp},
+				PacketEncoding: "xudp",
+				Transport:      spec.Transport{Type: "grpc", ServiceName: "Tun.Svc", Authority: "grpc.example", Mode: "multi"},
+				TLS:            &spec.TLS{ServerName: "sni.example", ALPN: []string{"h2"}, Fingerprint: "firefox"}},
+			{Tag: "hy2", Type: "hysteria2", AddressFamily: "prefer_ipv6", Drain: spec.DrainClose, Server: "hy2.example:8443",
+				Password: "secret", Obfs: &spec.Obfs{Type: "salamander", Password: "obfs-secret"}, UpMbps: 50, DownMbps: 200,
+				TLS: &spec.TLS{ServerName: "sni.example", ALPN: []string{"h3"}, Insecure: true}},
+			{Tag: "wg", Type: "wireguard", AddressFamily: "ipv6_only", Drain: spec.DrainKeep,
+				Endpoint: "203.0.113.1:51820", EndpointAddressFamily: "ipv4_only",
+				PrivateKey: wgPrivate, PeerPublicKey: wgPeer, PresharedKey: wgPSK,
+				Addresses: []netip.Prefix{p("10.7.0.2/32"), p("fd00:7::2/64")}, MTU: 1420, Keepalive: 25 * time.Second,
+				AllowedIPs: []netip.Prefix{p("10.0.0.0/8"), p("fd00::/8")}, Reserved: []byte{1, 2, 3}},
 			implicitDirect(),
 			implicitBlock(),
 		},
@@ -308,26 +322,6 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// lowerWith lowers text as Parse does, with outbounds of the given canonical
-// types (tag -> type) declared beside the file's own. It declares types the
-// loader does not accept yet (hysteria2, wireguard), to check what a
-// balancer says of them.
-func lowerWith(t *testing.T, text string, declared map[string]string) (*spec.Spec, []*Error) {
-	t.Helper()
-	ix := buildIndex([]byte(text))
-	var f fileConfig
-	unknown, fatal := decode([]byte(text), &f, ix)
-	if fatal != nil || len(unknown) > 0 {
-		t.Fatalf("decode: %v %v", fatal, unknown)
-	}
-	l := newLowerer(ix, "")
-	for tag, typ := range declared {
-		l.outboundTags[tag] = "outbounds"
-		l.declaredTypes[tag] = typ
-	}
-	return l.lower(&f), l.errs
-}
-
 func TestBalancerLowering(t *testing.T) {
 	s := mustParse(t, `
 [[outbounds]]
@@ -399,33 +393,13 @@ final = "pool"
 	}
 }
 
-func TestBalancerMemberTypes(t *testing.T) {
-	declared := map[string]string{"hy2": "hysteria2", "wg": "wireguard", "d": "direct", "ss": "shadowsocks"}
-	_, errs := lowerWith(t, `
-[[balancers]]
-tag = "pool"
-members = ["ss", "hy2", "wg", "d"]
-`, declared)
-	var got []string
-	for _, e := range errs {
-		got = append(got, e.Key+": "+e.Msg)
-	}
-	want := []string{
-		"balancers[0].members[1]: balancer pool: outbound hy2 has no upstream a TCP health probe can reach",
-		"balancers[0].members[2]: balancer pool: outbound wg has no upstream a TCP health probe can reach",
-		"balancers[0].members[3]: balancer pool: outbound d has no upstream a TCP health probe can reach",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got  %q\nwant %q", got, want)
-	}
-}
-
-// The types a balancer may have as members are the proxy clients, and every
-// proxy client type the loader accepts may be one.
+// The types a balancer may have as members are the proxy clients over a
+// stream (those with a transport), and every such type the loader accepts
+// may be one.
 func TestProbeableTypesAreProxyClients(t *testing.T) {
 	var clients []string
 	for _, typ := range outboundTypes {
-		if slices.Contains(outboundKeys[typ], "server") && !slices.Contains(clients, typ) {
+		if slices.Contains(outboundKeys[typ], "transport") && !slices.Contains(clients, typ) {
 			clients = append(clients, typ)
 		}
 	}
@@ -614,5 +588,212 @@ func TestLoadCAFileBesideTheConfig(t *testing.T) {
 		if got, want := s.Outbounds[0].TLS.CAFile, filepath.Join(dir, "pki", "missing.pem"); got != want {
 			t.Errorf("Load(%q): ca_file %q, want %q", p, got, want)
 		}
+	}
+}
+
+func TestTransportLowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "ws-plain"
+type = "vless"
+server = "example.com:80"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws" }
+[[outbounds]]
+tag = "ws-sni"
+type = "vless"
+server = "192.0.2.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray?ed=2048&x=1" }
+tls = { server_name = "front.example" }
+[[outbounds]]
+tag = "ws-v6"
+type = "vmess"
+server = "[2001:db8::5]:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", path = "/ray?ed=0", headers = {} }
+tls = {}
+[[outbounds]]
+tag = "ws-all"
+type = "trojan"
+server = "192.0.2.1:443"
+password = "p"
+transport = { type = "ws", path = "/a?b=c", host = "cdn.example", headers = { "User-Agent" = "x", "X-Tab" = "a\tb" }, max_early_data = 4096, early_data_header = "X-Ed" }
+tls = { server_name = "front.example", alpn = ["http/1.1"], fingerprint = "chrome" }
+[[outbounds]]
+tag = "hu"
+type = "socks"
+server = "hu.example:1080"
+transport = { type = "httpupgrade", path = "/up" }
+tls = { server_name = "sni.example" }
+[[outbounds]]
+tag = "hu-host"
+type = "http"
+server = "hu.example:3128"
+transport = { type = "httpupgrade", host = "h.example" }
+[[outbounds]]
+tag = "grpc"
+type = "vmess"
+server = "grpc.example:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "grpc" }
+tls = {}
+[[outbounds]]
+tag = "grpc-all"
+type = "vless"
+server = "192.0.2.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "grpc", service_name = "svc.Tunnel/a", authority = "a.example", mode = "multi" }
+tls = { server_name = "sni.example", alpn = ["h2"], fingerprint = "random" }
+[[outbounds]]
+tag = "tcp"
+type = "shadowsocks"
+server = "192.0.2.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = {}
+tls = {}
+`)
+	want := []struct {
+		transport spec.Transport
+		tls       *spec.TLS
+	}{
+		{spec.Transport{Type: "ws", Path: "/", Host: "example.com"}, nil},
+		{spec.Transport{Type: "ws", Path: "/ray?x=1", Host: "front.example", MaxEarlyData: 2048, EarlyDataHeader: "Sec-WebSocket-Protocol"},
+			&spec.TLS{ServerName: "front.example", ALPN: []string{"http/1.1"}}},
+		{spec.Transport{Type: "ws", Path: "/ray", Host: "2001:db8::5"},
+			&spec.TLS{ServerName: "2001:db8::5", ALPN: []string{"http/1.1"}}},
+		{spec.Transport{Type: "ws", Path: "/a?b=c", Host: "cdn.example", Headers: map[string]string{"User-Agent": "x", "X-Tab": "a\tb"},
+			MaxEarlyData: 4096, EarlyDataHeader: "X-Ed"},
+			&spec.TLS{ServerName: "front.example", ALPN: []string{"http/1.1"}, Fingerprint: "chrome"}},
+		{spec.Transport{Type: "httpupgrade", Path: "/up", Host: "sni.example"},
+			&spec.TLS{ServerName: "sni.example", ALPN: []string{"http/1.1"}}},
+		{spec.Transport{Type: "httpupgrade", Path: "/", Host: "h.example"}, nil},
+		{spec.Transport{Type: "grpc", ServiceName: "grpc", Authority: "grpc.example", Mode: "gun"},
+			&spec.TLS{ServerName: "grpc.example", ALPN: []string{"h2"}}},
+		{spec.Transport{Type: "grpc", ServiceName: "svc.Tunnel/a", Authority: "a.example", Mode: "multi"},
+			&spec.TLS{ServerName: "sni.example", ALPN: []string{"h2"}, Fingerprint: "random"}},
+		{spec.Transport{Type: "tcp"}, &spec.TLS{ServerName: "192.0.2.1"}},
+	}
+	for i, w := range want {
+		o := s.Outbounds[i]
+		if !spec.Equal(o.Transport, w.transport) || !spec.Equal(o.TLS, w.tls) {
+			t.Errorf("outbound %s:\n got  %+v %+v\n want %+v %+v", o.Tag, o.Transport, o.TLS, w.transport, w.tls)
+		}
+	}
+}
+
+func TestHysteria2Lowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "hy2"
+type = "hysteria2"
+server = "hy.example:443"
+password = "secret"
+[[outbounds]]
+tag = "hy2-all"
+type = "hysteria2"
+server = "[2001:db8::7]:8443"
+password = "secret"
+obfs = { type = "salamander", password = "obfs" }
+up_mbps = 100
+down_mbps = 500
+address_family = "ipv6_only"
+udp = false
+drain = "close"
+tls = { server_name = "sni.example", verify = "insecure" }
+[[outbounds]]
+tag = "hy2-alpn"
+type = "hysteria2"
+server = "192.0.2.1:443"
+password = "secret"
+tls = { alpn = ["h3"], ca_file = "/etc/ca.pem" }
+`)
+	want := []spec.Outbound{
+		{Tag: "hy2", Type: "hysteria2", AddressFamily: "auto", UDP: true, Server: "hy.example:443", Password: "secret",
+			TLS: &spec.TLS{ServerName: "hy.example", ALPN: []string{"h3"}}},
+		{Tag: "hy2-all", Type: "hysteria2", AddressFamily: "ipv6_only", Drain: spec.DrainClose, Server: "[2001:db8::7]:8443",
+			Password: "secret", Obfs: &spec.Obfs{Type: "salamander", Password: "obfs"}, UpMbps: 100, DownMbps: 500,
+			TLS: &spec.TLS{ServerName: "sni.example", ALPN: []string{"h3"}, Insecure: true}},
+		{Tag: "hy2-alpn", Type: "hysteria2", AddressFamily: "auto", UDP: true, Server: "192.0.2.1:443", Password: "secret",
+			TLS: &spec.TLS{ServerName: "192.0.2.1", ALPN: []string{"h3"}, CAFile: filepath.Clean("/etc/ca.pem")}},
+	}
+	for i, w := range want {
+		if got := s.Outbounds[i]; !spec.Equal(got, w) {
+			t.Errorf("outbound %d:\n got  %+v %+v\n want %+v %+v", i, got, got.TLS, w, w.TLS)
+		}
+	}
+	// The default ALPN is not shared between specs.
+	again := mustParse(t, "[[outbounds]]\ntag = \"h\"\ntype = \"hysteria2\"\nserver = \"hy.example:443\"\npassword = \"p\"\n")
+	if &again.Outbounds[0].TLS.ALPN[0] == &s.Outbounds[0].TLS.ALPN[0] || &again.Outbounds[0].TLS.ALPN[0] == &hysteria2ALPN[0] {
+		t.Fatal("two specs share one ALPN slice")
+	}
+}
+
+func TestWireGuardLowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "wg"
+type = "wireguard"
+endpoint = "wg.example:51820"
+private_key = "`+wgPrivate+`"
+peer_public_key = "`+wgPeer+`"
+addresses = ["10.7.0.2", "fd00:7::2", "10.8.0.2/24", "::ffff:10.9.0.1", "::ffff:10.10.0.1/120"]
+[[outbounds]]
+tag = "wg-all"
+type = "wireguard"
+endpoint = "[2001:db8::1]:51820"
+endpoint_address_family = "ipv6_only"
+private_key = "`+wgPrivate+`"
+peer_public_key = "`+wgPeer+`"
+preshared_key = "`+wgPSK+`"
+addresses = ["10.7.0.2/32"]
+mtu = 576
+keepalive = "25s"
+allowed_ips = ["10.1.2.3/8", "fd00::1/8", "192.0.2.1"]
+reserved = [1, 2, 255]
+address_family = "prefer_ipv4"
+udp = false
+drain = "keep"
+[[outbounds]]
+tag = "wg-empty"
+type = "wireguard"
+endpoint = "192.0.2.1:51820"
+private_key = "`+wgPrivate+`"
+peer_public_key = "`+wgPeer+`"
+preshared_key = ""
+addresses = ["fd00:7::2/64"]
+mtu = 1280
+keepalive = ""
+reserved = [0, 0, 0]
+`)
+	p := netip.MustParsePrefix
+	everything := []netip.Prefix{p("0.0.0.0/0"), p("::/0")}
+	want := []spec.Outbound{
+		{Tag: "wg", Type: "wireguard", AddressFamily: "auto", UDP: true,
+			Endpoint: "wg.example:51820", EndpointAddressFamily: "auto", PrivateKey: wgPrivate, PeerPublicKey: wgPeer,
+			Addresses: []netip.Prefix{p("10.7.0.2/32"), p("fd00:7::2/128"), p("10.8.0.2/24"), p("10.9.0.1/32"), p("10.10.0.1/24")},
+			MTU:       1408, AllowedIPs: everything},
+		{Tag: "wg-all", Type: "wireguard", AddressFamily: "prefer_ipv4", Drain: spec.DrainKeep,
+			Endpoint: "[2001:db8::1]:51820", EndpointAddressFamily: "ipv6_only",
+			PrivateKey: wgPrivate, PeerPublicKey: wgPeer, PresharedKey: wgPSK,
+			Addresses: []netip.Prefix{p("10.7.0.2/32")}, MTU: 576, Keepalive: 25 * time.Second,
+			AllowedIPs: []netip.Prefix{p("10.0.0.0/8"), p("fd00::/8"), p("192.0.2.1/32")},
+			Reserved:   []byte{1, 2, 255}},
+		{Tag: "wg-empty", Type: "wireguard", AddressFamily: "auto", UDP: true,
+			Endpoint: "192.0.2.1:51820", EndpointAddressFamily: "auto", PrivateKey: wgPrivate, PeerPublicKey: wgPeer,
+			Addresses: []netip.Prefix{p("fd00:7::2/64")}, MTU: 1280, AllowedIPs: everything, Reserved: []byte{0, 0, 0}},
+	}
+	for i, w := range want {
+		if got := s.Outbounds[i]; !spec.Equal(got, w) {
+			t.Errorf("outbound %d:\n got  %+v\n want %+v", i, got, w)
+		}
+	}
+	if !spec.Equal(s.Outbounds[0].Transport, spec.Transport{}) || s.Outbounds[0].TLS != nil {
+		t.Errorf("a wireguard outbound has a transport or TLS: %+v %+v", s.Outbounds[0].Transport, s.Outbounds[0].TLS)
+	}
+	// The default allowed IPs are not shared between specs.
+	if &s.Outbounds[0].AllowedIPs[0] == &s.Outbounds[2].AllowedIPs[0] || &s.Outbounds[0].AllowedIPs[0] == &defaultAllowedIPs[0] {
+		t.Fatal("two outbounds share one allowed_ips slice")
 	}
 }

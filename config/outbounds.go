@@ -56,6 +56,10 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		case "direct":
 			o.AddressFamily = l.enum(key+".address_family", f.AddressFamily, defaultAddressFamily, addressFamilies)
 		case "block":
+		case "hysteria2":
+			l.hysteria2(key, f, &o)
+		case "wireguard":
+			l.wireguard(key, f, &o)
 		default:
 			l.proxyClient(key, f, &o)
 		}
@@ -90,25 +94,20 @@ func (l *lowerer) foreignKeys(key, typ string, f *fileOutbound) {
 	}
 }
 
-// aType writes an outbound type with its article: "a socks", "an http".
+// aType writes an outbound or transport type with its article: "a socks",
+// "an http", "an httpupgrade".
 func aType(typ string) string {
-	if typ == "http" {
-		return "an http"
+	if strings.HasPrefix(typ, "http") {
+		return "an " + typ
 	}
 	return article(typ)
 }
 
-// proxyClient lowers the keys of a proxy client: the server, the
-// protocol's own keys, and the transport and tls tables.
+// proxyClient lowers the keys of a proxy client over a stream: the server,
+// the protocol's own keys, and the transport and tls tables.
 func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 	o.AddressFamily = l.enum(key+".address_family", f.AddressFamily, defaultAddressFamily, addressFamilies)
-	host := ""
-	if text, ok := l.required(key+".server", f.Server); ok {
-		if a, ok := l.serverAddr(key+".server", text); ok {
-			o.Server = a.String()
-			host = a.Host()
-		}
-	}
+	host := l.server(key, f, o)
 	switch o.Type {
 	case "socks", "http":
 		l.credentials(key, f, o)
@@ -116,9 +115,6 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 		o.Method, o.Password = l.shadowsocks(key, f)
 	case "trojan":
 		o.Password, _ = l.required(key+".password", f.Password)
-		if f.TLS == nil {
-			l.errorf(key+".tls", "trojan needs a tls table")
-		}
 	case "vless":
 		o.UUID = l.uuid(key+".uuid", f.UUID)
 		o.Flow = l.vlessFlow(key+".flow", f.Flow)
@@ -132,8 +128,32 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 		}
 		o.PacketEncoding = l.packetEncoding(key+".packet_encoding", f.PacketEncoding)
 	}
-	o.Transport = l.transport(key+".transport", f.Transport)
-	o.TLS = l.tls(key+".tls", f.TLS, host)
+	o.TLS = l.tls(key+".tls", f.TLS, host, false)
+	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
+	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
+	if f.TLS == nil {
+		switch {
+		case o.Type == "trojan":
+			l.errorf(key+".tls", "trojan needs a tls table")
+		case o.Transport.Type == "grpc":
+			l.errorf(key+".tls", "grpc needs a tls table")
+		}
+	}
+}
+
+// server lowers the server of a proxy client and returns its host ("" when
+// the server is missing or bad).
+func (l *lowerer) server(key string, f *fileOutbound, o *spec.Outbound) (host string) {
+	text, ok := l.required(key+".server", f.Server)
+	if !ok {
+		return ""
+	}
+	a, ok := l.serverAddr(key+".server", text)
+	if !ok {
+		return ""
+	}
+	o.Server = a.String()
+	return a.Host()
 }
 
 // serverAddr parses a proxy server's address: a name or an IP, and a port

@@ -14,7 +14,8 @@ import (
 var fileType = reflect.TypeFor[fileConfig]()
 
 // schemaType returns the Go type that holds the value at p, or nil when p is
-// not in the schema. Array indexes step into slice elements.
+// not in the schema. Array indexes step into slice elements, and any key
+// into the values of a map (a table of free keys, such as ws headers).
 func schemaType(p keyPath) reflect.Type {
 	t := fileType
 	for _, part := range p {
@@ -23,6 +24,10 @@ func schemaType(p keyPath) reflect.Type {
 			if t.Kind() != reflect.Slice {
 				return nil
 			}
+			t = t.Elem()
+			continue
+		}
+		if t.Kind() == reflect.Map {
 			t = t.Elem()
 			continue
 		}
@@ -78,6 +83,10 @@ func describe(t reflect.Type) string {
 		return "an integer"
 	case reflect.Struct:
 		return "a table"
+	case reflect.Map:
+		if deref(t.Elem()).Kind() == reflect.String {
+			return "a table of strings"
+		}
 	case reflect.Slice:
 		switch deref(t.Elem()).Kind() {
 		case reflect.String:

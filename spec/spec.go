@@ -72,7 +72,8 @@ type Inbound struct {
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",
-// "socks", "http", "shadowsocks", "trojan", "vless", "vmess"); the loader
+// "socks", "http", "shadowsocks", "trojan", "vless", "vmess", "hysteria2",
+// "wireguard"); the loader
 // maps aliases ("freedom", "blackhole").
 type Outbound struct {
 	Tag  string

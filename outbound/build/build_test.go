@@ -16,8 +16,8 @@ func deps() outbound.Deps {
 }
 
 func TestBuildSwitch(t *testing.T) {
-	if _, err := Outbound(spec.Outbound{Tag: "x", Type: "hysteria2"}, deps()); err == nil || err.Error() != `unknown outbound type "hysteria2"` {
-		t.Fatalf("hysteria2: %v", err)
+	if _, err := Outbound(spec.Outbound{Tag: "x", Type: "tuic"}, deps()); err == nil || err.Error() != `unknown outbound type "tuic"` {
+		t.Fatalf("tuic: %v", err)
 	}
 	if _, err := Outbound(spec.Outbound{Tag: "d", Type: "direct", AddressFamily: "sideways"}, deps()); err == nil {
 		t.Fatal("bad address family built")

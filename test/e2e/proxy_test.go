@@ -380,10 +380,10 @@ func TestCheckNamesKeyAndLine(t *testing.T) {
 		t.Fatalf("check output does not name the key and its line 8:\n%s", out)
 	}
 	path2 := filepath.Join(t.TempDir(), "vmess.toml")
-	os.WriteFile(path2, []byte("[[outbounds]]\ntag = \"v\"\ntype = \"hysteria2\"\n"), 0o600)
+	os.WriteFile(path2, []byte("[[outbounds]]\ntag = \"v\"\ntype = \"tuic\"\n"), 0o600)
 	out, err = exec.Command(bin, "check", "-c", path2).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), `unknown outbound type "hysteria2"`) {
-		t.Fatalf("hysteria2 accepted by check: %v\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), `unknown outbound type "tuic"`) {
+		t.Fatalf("tuic accepted by check: %v\n%s", err, out)
 	}
 	good := filepath.Join(t.TempDir(), "good.toml")
 	os.WriteFile(good, []byte(twoInbounds), 0o600)
