@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"testing"
@@ -51,7 +52,7 @@ func pattern(n int, seed byte) []byte {
 // relayed runs relay.Pipe(a, b, idle) and delivers its result.
 func relayed(a, b net.Conn, idle time.Duration) <-chan relay.Result {
 	done := make(chan relay.Result, 1)
-	go func() { done <- relay.Pipe(a, b, idle) }()
+	go func() { done <- relay.Pipe(context.Background(), a, b, idle) }()
 	return done
 }
 

@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -43,9 +44,9 @@ type Result struct {
 }
 
 // Pipe relays between a and b until both directions end (EOF from each side,
-// an error, or no byte either way for idle). It closes both conns before it
-// returns. idle <= 0 means DefaultIdle.
-func Pipe(a, b net.Conn, idle time.Duration) Result {
+// an error, no byte either way for idle, or ctx done — its owner stopping).
+// It closes both conns before it returns. idle <= 0 means DefaultIdle.
+func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
@@ -65,6 +66,10 @@ func Pipe(a, b net.Conn, idle time.Duration) Result {
 	ab.other, ba.other = ba, ab
 	ab.setup()
 	ba.setup()
+	// A half-closed flow may wait on one side only; closing both ends is
+	// what wakes it when the owner stops.
+	stop := context.AfterFunc(ctx, closeBoth)
+	defer stop()
 	run := func(d *direction, n *int64, p *Path) {
 		defer wg.Done()
 		err := d.run()

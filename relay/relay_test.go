@@ -1,6 +1,8 @@
 package relay_test
 
 import (
+	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -121,5 +123,28 @@ func TestNonTCPConnsAreCopied(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// A half-closed flow that waits on one side only still ends at once when its
+// owner stops.
+func TestOwnerStopEndsAHalfClosedFlow(t *testing.T) {
+	client, a := tcpPair(t)
+	b, server := tcpPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan relay.Result, 1)
+	go func() { done <- relay.Pipe(ctx, a, b, time.Hour) }()
+	client.CloseWrite()
+	buf := make([]byte, 1)
+	server.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := server.Read(buf); err != io.EOF {
+		t.Fatalf("the half-close did not reach the server: %v", err)
+	}
+	// The server never answers nor closes: only the owner can end the flow.
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("cancelling the owner's context did not end the relay")
 	}
 }

@@ -31,7 +31,7 @@ func (ss *session) connect(req *http.Request, user string) {
 		up = ss.connectPlain(flow, pending)
 	}
 	if up != nil {
-		relay.Pipe(ss.c, up, 0)
+		relay.Pipe(ss.s.conns.Context(), ss.c, up, 0)
 	}
 }
 

@@ -36,7 +36,7 @@ func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.L
 			return
 		}
 	}
-	relay.Pipe(c, up, 0)
+	relay.Pipe(s.conns.Context(), c, up, 0)
 }
 
 // connectSniffed answers the CONNECT at once, reads the client's first bytes
@@ -64,7 +64,7 @@ func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, log 
 		}
 	}
 	first.Release()
-	relay.Pipe(c, up, 0)
+	relay.Pipe(s.conns.Context(), c, up, 0)
 }
 
 // boundAddr is the address the upstream connection was made from, when it
