@@ -10,6 +10,7 @@ import (
 	"switchyard/outbound/block"
 	"switchyard/outbound/direct"
 	"switchyard/outbound/http"
+	"switchyard/outbound/shadowsocks"
 	"switchyard/outbound/socks"
 	"switchyard/outbound/trojan"
 	"switchyard/outbound/vless"
@@ -59,6 +60,12 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 			return nil, err
 		}
 		out = h
+	case "shadowsocks":
+		s, err := shadowsocks.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = s
 	default:
 		return nil, fmt.Errorf("unknown outbound type %q", o.Type)
 	}

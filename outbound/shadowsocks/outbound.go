@@ -1,0 +1,137 @@
+// Package shadowsocks is the Shadowsocks client outbound, AEAD (SIP004) and
+// 2022 (SIP022): TCP flows over the transport to the server, and UDP over a
+// socket of its own toward the server's UDP relay, each packet naming its
+// own destination.
+package shadowsocks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	ss "switchyard/protocol/shadowsocks"
+	"switchyard/spec"
+	"switchyard/transport"
+)
+
+// Outbound is a Shadowsocks client.
+type Outbound struct {
+	tag      string
+	cipher   *ss.Cipher // derived once, shared by every flow
+	dialer   *transport.Dialer
+	strategy netx.Strategy // orders the server's addresses for UDP
+	resolver netx.Resolver // resolves the server for UDP
+	sockets  *netx.Dialer  // binds UDP sockets under the socket policy
+	log      *slog.Logger
+}
+
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Prober   = (*Outbound)(nil)
+)
+
+// New builds a Shadowsocks outbound: it checks the method, derives the keys
+// and builds the transport dialer. It opens no socket.
+func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
+	c, err := ss.New(o.Method, o.Password)
+	if err != nil {
+		return nil, err
+	}
+	d, err := transport.New(o, deps)
+	if err != nil {
+		return nil, err
+	}
+	strategy, err := netx.ParseStrategy(o.AddressFamily)
+	if err != nil {
+		return nil, err
+	}
+	ob := &Outbound{tag: o.Tag, cipher: c, dialer: d, strategy: strategy, resolver: deps.Servers, sockets: deps.Dialer, log: deps.Logger}
+	if ob.resolver == nil {
+		ob.resolver = netx.SystemResolver{}
+	}
+	if ob.log == nil {
+		ob.log = slog.New(slog.DiscardHandler)
+	}
+	return ob, nil
+}
+
+// ProbeTarget is the proxy server, which a health probe connects to.
+func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.Server() }
+
+// DialStream connects to the server, sends the request naming f.Dst and
+// returns once it is written. The server's salt and response header are read
+// with the first Read.
+func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	up, err := o.dialer.Dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dial shadowsocks[%s]: %w", o.tag, err)
+	}
+	c, err := o.handshake(ctx, up, f.Dst)
+	if err != nil {
+		up.Close()
+		return nil, fmt.Errorf("dial shadowsocks[%s]: %w", o.tag, err)
+	}
+	return c, nil
+}
+
+// handshake writes the request on its own, under ctx.
+func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*stream, error) {
+	size := o.cipher.Method().BufSize()
+	stage := make([]byte, 0, size)
+	req, sealer, resp, err := o.cipher.Request(stage, dst)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		up.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { up.SetDeadline(time.Unix(1, 0)) })
+	_, err = up.Write(req)
+	stopped := stop()
+	if err != nil || !stopped {
+		return nil, fmt.Errorf("send the request: %w", ctxCause(ctx, err))
+	}
+	up.SetDeadline(time.Time{})
+	return &stream{Conn: up, up: sealer, stage: stage[:0], down: resp.NewReader(up, make([]byte, size))}, nil
+}
+
+// DialPacket binds a UDP socket of the family of the server's first usable
+// address; every packet is sealed to its own destination and sent to the
+// server's UDP relay.
+func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink, error) {
+	addrs, err := netx.Resolve(ctx, o.dialer.Server(), o.strategy, o.resolver)
+	if err != nil {
+		return nil, fmt.Errorf("shadowsocks[%s] udp: %w", o.tag, err)
+	}
+	client, err := o.cipher.NewPacketClient()
+	if err != nil {
+		return nil, fmt.Errorf("shadowsocks[%s] udp: %w", o.tag, err)
+	}
+	var errs []error
+	for _, server := range addrs {
+		sock, err := o.sockets.ListenUDP(ctx, netx.FamilyOf(server.Addr()))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", server, err))
+			continue
+		}
+		return newPacketLink(sock, server, client, o.log), nil
+	}
+	return nil, fmt.Errorf("shadowsocks[%s] udp: no local socket for the server: %w", o.tag, errors.Join(errs...))
+}
+
+// ctxCause is the context's error when the context ended (or its deadline,
+// which the conn shares, passed), else err.
+func ctxCause(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
