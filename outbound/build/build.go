@@ -10,6 +10,7 @@ import (
 	"switchyard/outbound/block"
 	"switchyard/outbound/direct"
 	"switchyard/outbound/http"
+	"switchyard/outbound/hysteria2"
 	"switchyard/outbound/shadowsocks"
 	"switchyard/outbound/socks"
 	"switchyard/outbound/trojan"
@@ -60,6 +61,12 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 			return nil, err
 		}
 		out = h
+	case "hysteria2":
+		h, err := hysteria2.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = h
 	case "shadowsocks":
 		s, err := shadowsocks.New(o, deps)
 		if err != nil {
@@ -70,7 +77,7 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 		return nil, fmt.Errorf("unknown outbound type %q", o.Type)
 	}
 	if !o.UDP {
-		out = noUDP{out, o.Tag}
+		out = refuseUDP(out, o.Tag)
 	}
 	return out, nil
 }

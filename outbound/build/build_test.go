@@ -31,3 +31,21 @@ func TestBuildSwitch(t *testing.T) {
 		t.Fatalf("udp = false: %v", err)
 	}
 }
+
+func TestUDPFalseKeepsProbeAndClose(t *testing.T) {
+	o, err := Outbound(spec.Outbound{Tag: "s", Type: "socks", Server: "127.0.0.1:1080", AddressFamily: "auto", UDP: false}, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := o.(outbound.Prober)
+	if !ok || p.ProbeTarget().String() != "127.0.0.1:1080" {
+		t.Fatal("udp = false hid the probe target")
+	}
+	if _, ok := o.(interface{ Close() error }); !ok {
+		t.Fatal("udp = false hid Close")
+	}
+	d, _ := Outbound(spec.Outbound{Tag: "d", Type: "direct", UDP: false}, deps())
+	if _, ok := d.(outbound.Prober); ok {
+		t.Fatal("a direct outbound became probeable")
+	}
+}

@@ -7,24 +7,14 @@ import (
 	"io"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 )
 
-// Errors of the handshake.
-var (
-	// ErrHandshakeClosed: the proxy closed the connection before the end of
-	// its response head. It matches io.ErrUnexpectedEOF.
-	ErrHandshakeClosed error = &eofError{}
-	// ErrFrameTooLarge: the response head does not fit the flow's buffer.
-	ErrFrameTooLarge = errors.New("upstream frame larger than the client runtime's buffer")
-)
-
-type eofError struct{}
-
-func (*eofError) Error() string        { return "upstream closed during the handshake" }
-func (*eofError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
+// closed turns an end of stream inside the response head into
+// proxyconn.ErrHandshakeClosed; other errors are returned as they are.
 func closed(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return ErrHandshakeClosed
+		return proxyconn.ErrHandshakeClosed
 	}
 	return err
 }

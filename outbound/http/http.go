@@ -13,6 +13,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/spec"
 	"switchyard/transport"
 )
@@ -72,7 +73,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 		return nil, err
 	}
 	var rest []byte
-	err = within(ctx, c, func() error {
+	err = proxyconn.Within(ctx, c, func() error {
 		if _, err := c.Write(req); err != nil {
 			return err
 		}
@@ -106,7 +107,7 @@ func readHead(c net.Conn) ([]byte, error) {
 	)
 	for {
 		if have == len(buf) {
-			return nil, ErrFrameTooLarge
+			return nil, proxyconn.ErrUpstreamFrameTooLarge
 		}
 		n, rerr := c.Read(buf[have:])
 		have += n

@@ -11,65 +11,22 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
+	"switchyard/outbound/internal/proxytest"
 	"switchyard/spec"
 )
-
-// listen runs handle on every connection accepted on a loopback port until
-// the test ends.
-func listen(t *testing.T, handle func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // proxy reads a CONNECT request with net/http, answers with response (the
 // raw bytes) and, when that is a whole 2xx head, echoes the tunnel; else it
 // closes.
 func proxy(t *testing.T, response string, requests chan<- *stdhttp.Request) string {
-	return listen(t, func(c net.Conn) {
+	return proxytest.Listen(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		req, err := stdhttp.ReadRequest(br)
 		if err != nil {
@@ -86,63 +43,13 @@ func proxy(t *testing.T, response string, requests chan<- *stdhttp.Request) stri
 	})
 }
 
-type hooked struct {
-	mu     sync.Mutex
-	seen   []string
-	refuse bool
-}
-
-var errRefusedByHook = errors.New("refused by the socket hook")
-
-func (h *hooked) hook(s netx.SocketInfo) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seen = append(h.seen, s.Network)
-	if h.refuse {
-		return errRefusedByHook
-	}
-	return nil
-}
-
-func newOutbound(t *testing.T, addr, user, pass string, h *hooked) *Outbound {
+func newOutbound(t *testing.T, addr, user, pass string, h *proxytest.Hook) *Outbound {
 	t.Helper()
-	p := netx.SocketPolicy{}
-	if h != nil {
-		p.Hook = h.hook
-	}
-	o, err := New(spec.Outbound{Tag: "up", Type: "http", Server: addr, Username: user, Password: pass},
-		outbound.Deps{Dialer: netx.NewDialer(p, time.Second)})
+	o, err := New(spec.Outbound{Tag: "up", Type: "http", Server: addr, Username: user, Password: pass}, proxytest.Deps(h))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return o
-}
-
-func flow(dst string) netx.Flow {
-	a, err := netx.ParseAddr(dst)
-	if err != nil {
-		panic(err)
-	}
-	return netx.Flow{Network: netx.TCP, Dst: a, Src: netip.MustParseAddrPort("127.0.0.1:5555")}
-}
-
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func echoes(t *testing.T, c net.Conn, msg string) {
-	t.Helper()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	defer c.SetDeadline(time.Time{})
-	if _, err := c.Write([]byte(msg)); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len(msg))
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != msg {
-		t.Fatalf("echo %q, %v", got, err)
-	}
 }
 
 func TestConnectRequest(t *testing.T) {
@@ -155,7 +62,7 @@ func TestConnectRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reqs := make(chan *stdhttp.Request, 1)
 			o := newOutbound(t, proxy(t, "HTTP/1.1 200 Connection established\r\n\r\n", reqs), tc.user, tc.pass, nil)
-			c, err := o.DialStream(ctxFor(t), flow(tc.dst))
+			c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow(tc.dst))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +77,7 @@ func TestConnectRequest(t *testing.T) {
 			if _, ok := c.(*net.TCPConn); !ok {
 				t.Fatalf("the tunnel is a %T, not the proxy's TCP connection", c)
 			}
-			echoes(t, c, "through the tunnel")
+			proxytest.Echoes(t, c, []byte("through the tunnel"))
 		})
 	}
 }
@@ -199,11 +106,11 @@ func TestConnectAcceptedResponses(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
 	} {
 		o := newOutbound(t, proxy(t, resp, nil), "", "", nil)
-		c, err := o.DialStream(ctxFor(t), flow("example.com:443"))
+		c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 		if err != nil {
 			t.Fatalf("%q: %v", resp, err)
 		}
-		echoes(t, c, "ok")
+		proxytest.Echoes(t, c, []byte("ok"))
 		c.Close()
 	}
 }
@@ -211,7 +118,7 @@ func TestConnectAcceptedResponses(t *testing.T) {
 // Bytes the proxy sends behind the head belong to the flow; the tunnel still
 // half-closes.
 func TestConnectKeepsBytesAfterTheHead(t *testing.T) {
-	addr := listen(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		if _, err := stdhttp.ReadRequest(br); err != nil {
 			return
@@ -221,7 +128,7 @@ func TestConnectKeepsBytesAfterTheHead(t *testing.T) {
 		c.Write(b)
 	})
 	o := newOutbound(t, addr, "", "", nil)
-	c, err := o.DialStream(ctxFor(t), flow("example.com:22"))
+	c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:22"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +163,7 @@ func TestConnectRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newOutbound(t, proxy(t, tc.response, nil), "", "", nil)
-			c, err := o.DialStream(ctxFor(t), flow("example.com:443"))
+			c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 			if err == nil {
 				c.Close()
 				t.Fatal("dial succeeded")
@@ -268,7 +175,7 @@ func TestConnectRefusals(t *testing.T) {
 			if got := errors.As(err, &se); got != (tc.code != 0) || (got && se.Code != tc.code) {
 				t.Fatalf("status error %v, want code %d", se, tc.code)
 			}
-			if tc.want == ErrHandshakeClosed.Error() && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if tc.want == proxyconn.ErrHandshakeClosed.Error() && !errors.Is(err, io.ErrUnexpectedEOF) {
 				t.Fatalf("%v does not match io.ErrUnexpectedEOF", err)
 			}
 		})
@@ -278,13 +185,13 @@ func TestConnectRefusals(t *testing.T) {
 func TestConnectHeadLimit(t *testing.T) {
 	huge := "HTTP/1.1 200 OK\r\nX-Padding: " + strings.Repeat("p", headBufSize) + "\r\n\r\n"
 	o := newOutbound(t, proxy(t, huge, nil), "", "", nil)
-	_, err := o.DialStream(ctxFor(t), flow("example.com:443"))
-	if !errors.Is(err, ErrFrameTooLarge) || err.Error() != "upstream frame larger than the client runtime's buffer" {
+	_, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
+	if !errors.Is(err, proxyconn.ErrUpstreamFrameTooLarge) || err.Error() != "upstream frame larger than the client runtime's buffer" {
 		t.Fatalf("error %v", err)
 	}
 	fits := "HTTP/1.1 200 OK\r\nX-Padding: " + strings.Repeat("p", headBufSize-40) + "\r\n\r\n"
 	o = newOutbound(t, proxy(t, fits, nil), "", "", nil)
-	c, err := o.DialStream(ctxFor(t), flow("example.com:443"))
+	c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 	if err != nil {
 		t.Fatalf("a head of %d bytes: %v", len(fits), err)
 	}
@@ -292,56 +199,31 @@ func TestConnectHeadLimit(t *testing.T) {
 }
 
 func TestConnectRefusedUpstream(t *testing.T) {
-	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	_, err := newOutbound(t, addr, "", "", nil).DialStream(ctxFor(t), flow("example.com:443"))
+	_, err := newOutbound(t, proxytest.RefusedAddr(t), "", "", nil).DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("error %v", err)
 	}
 }
 
 func TestConnectHonoursTheContext(t *testing.T) {
-	silent := listen(t, func(c net.Conn) { io.Copy(io.Discard, c) })
-	o := newOutbound(t, silent, "", "", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if _, err := o.DialStream(ctx, flow("example.com:443")); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
-		t.Fatalf("deadline: %v after %v", err, time.Since(start))
-	}
-	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	if _, err := o.DialStream(ctx, flow("example.com:443")); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancel: %v", err)
-	}
-
-	o = newOutbound(t, proxy(t, "HTTP/1.1 200 OK\r\n\r\n", nil), "", "", nil)
-	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	c, err := o.DialStream(ctx, flow("example.com:443"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	<-ctx.Done()
-	time.Sleep(50 * time.Millisecond)
-	echoes(t, c, "the dial's deadline is gone")
+	silent := proxytest.Listen(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	answering := proxy(t, "HTTP/1.1 200 OK\r\n\r\n", nil)
+	proxytest.DialHonoursTheContext(t, newOutbound(t, silent, "", "", nil), newOutbound(t, answering, "", "", nil))
 }
 
 func TestUnderTheSocketPolicy(t *testing.T) {
 	addr := proxy(t, "HTTP/1.1 200 OK\r\n\r\n", nil)
-	h := &hooked{}
-	c, err := newOutbound(t, addr, "", "", h).DialStream(ctxFor(t), flow("example.com:443"))
+	h := &proxytest.Hook{}
+	c, err := newOutbound(t, addr, "", "", h).DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	if !slices.Equal(h.seen, []string{"tcp4"}) {
-		t.Fatalf("hooked sockets %v", h.seen)
+	if !slices.Equal(h.Networks(), []string{"tcp4"}) {
+		t.Fatalf("hooked sockets %v", h.Networks())
 	}
-	h = &hooked{refuse: true}
-	if _, err := newOutbound(t, addr, "", "", h).DialStream(ctxFor(t), flow("example.com:443")); !errors.Is(err, errRefusedByHook) {
+	h = &proxytest.Hook{Refuse: map[string]bool{"tcp4": true}}
+	if _, err := newOutbound(t, addr, "", "", h).DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443")); !errors.Is(err, proxytest.ErrRefusedByHook) {
 		t.Fatalf("refused socket: %v", err)
 	}
 }
@@ -358,7 +240,7 @@ func TestNoUDP(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	deps := outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, time.Second)}
+	deps := proxytest.Deps(nil)
 	for _, bad := range []spec.Outbound{
 		{Type: "http", Server: "no-port"},
 		{Type: "http", Server: "p:3128", AddressFamily: "sideways"},

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/protocol/socks5"
 )
 
@@ -21,7 +22,7 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 		return nil, err
 	}
 	var relay netip.AddrPort
-	err = within(ctx, control, func() error {
+	err = proxyconn.Within(ctx, control, func() error {
 		if err := o.auth.negotiate(control); err != nil {
 			return err
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
+	"switchyard/outbound/internal/proxytest"
 	"switchyard/protocol/socks5"
 )
 
@@ -109,7 +111,7 @@ func readPacket(t *testing.T, l netx.PacketLink, size int) (string, netx.Addr) {
 
 func dialPacket(t *testing.T, o *Outbound) *link {
 	t.Helper()
-	pl, err := o.DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
+	pl, err := o.DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +176,10 @@ func TestAssociateRelayAddress(t *testing.T) {
 	}
 	t.Run("IPv6", func(t *testing.T) {
 		_, addr := startRelay(t, "udp6", "", "", nil)
-		h := &hooked{}
+		h := &proxytest.Hook{}
 		l := dialPacket(t, newOutbound(t, addr, "", "", h))
-		if !slices.Equal(h.networks(), []string{"tcp4", "udp6"}) {
-			t.Fatalf("sockets %v: the relay socket is not in the relay's family", h.networks())
+		if !slices.Equal(h.Networks(), []string{"tcp4", "udp6"}) {
+			t.Fatalf("sockets %v: the relay socket is not in the relay's family", h.Networks())
 		}
 		l.WritePacket([]byte("q6"), netx.DomainAddr("peer.example", 53))
 		if got, _ := readPacket(t, l, 100); got != "echo:q6" {
@@ -189,32 +191,32 @@ func TestAssociateRelayAddress(t *testing.T) {
 func TestAssociateRefusals(t *testing.T) {
 	t.Run("a relay named by a domain", func(t *testing.T) {
 		_, addr := startRelay(t, "udp4", "", "", func(r netip.AddrPort) netx.Addr { return netx.DomainAddr("relay.example", r.Port()) })
-		h := &hooked{}
-		_, err := newOutbound(t, addr, "", "", h).DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
+		h := &proxytest.Hook{}
+		_, err := newOutbound(t, addr, "", "", h).DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
 		if !errors.Is(err, ErrRelayDomain) || !errors.Is(err, errors.ErrUnsupported) || err.Error() != "socks: the relay address is a domain" {
 			t.Fatalf("error %v", err)
 		}
-		if !slices.Equal(h.networks(), []string{"tcp4"}) {
-			t.Fatalf("sockets %v: a relay socket was bound before the reply was checked", h.networks())
+		if !slices.Equal(h.Networks(), []string{"tcp4"}) {
+			t.Fatalf("sockets %v: a relay socket was bound before the reply was checked", h.Networks())
 		}
 	})
 	t.Run("a rejected request", func(t *testing.T) {
 		s := &server{status: socks5.ReplyCommandNotSupported}
-		_, err := newOutbound(t, s.start(t), "", "", nil).DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
+		_, err := newOutbound(t, s.start(t), "", "", nil).DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
 		if !errors.Is(err, syscall.ECONNREFUSED) || err.Error() != "server rejects request: 7 (command not supported)" {
 			t.Fatalf("error %v", err)
 		}
 	})
 	t.Run("a rejected account", func(t *testing.T) {
 		s := &server{user: "alice", pass: "pw"}
-		_, err := newOutbound(t, s.start(t), "alice", "nope", nil).DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
+		_, err := newOutbound(t, s.start(t), "alice", "nope", nil).DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
 		if !errors.Is(err, socks5.ErrAuthRejected) {
 			t.Fatalf("error %v", err)
 		}
 	})
 	t.Run("a server closing mid-handshake", func(t *testing.T) {
-		addr := listen(t, func(c net.Conn) { socks5.ReadGreeting(c); c.Write([]byte{5, 0}); socks5.ReadRequest(c) })
-		_, err := newOutbound(t, addr, "", "", nil).DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
+		addr := proxytest.Listen(t, func(c net.Conn) { socks5.ReadGreeting(c); c.Write([]byte{5, 0}); socks5.ReadRequest(c) })
+		_, err := newOutbound(t, addr, "", "", nil).DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
 		if !errors.Is(err, ErrHandshakeClosed) {
 			t.Fatalf("error %v", err)
 		}
@@ -226,23 +228,23 @@ func TestAssociateRefusals(t *testing.T) {
 // fails the open and leaves nothing open.
 func TestAssociateUnderTheSocketPolicy(t *testing.T) {
 	r, addr := startRelay(t, "udp4", "", "", nil)
-	h := &hooked{}
+	h := &proxytest.Hook{}
 	o := newOutbound(t, addr, "", "", h)
 	dialPacket(t, o)
-	if c, err := o.DialStream(ctxFor(t), tcpFlow("example.com:80")); err == nil {
+	if c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:80")); err == nil {
 		c.Close()
 	} else {
 		t.Fatal(err)
 	}
-	if got := h.networks(); !slices.Equal(got, []string{"tcp4", "udp4", "tcp4"}) {
+	if got := h.Networks(); !slices.Equal(got, []string{"tcp4", "udp4", "tcp4"}) {
 		t.Fatalf("hooked sockets %v, want [tcp4 udp4 tcp4]", got)
 	}
 	<-r.control
 
 	for _, refuse := range []string{"tcp4", "udp4"} {
-		h := &hooked{refuse: map[string]bool{refuse: true}}
-		_, err := newOutbound(t, addr, "", "", h).DialPacket(ctxFor(t), netx.Flow{Network: netx.UDP})
-		if !errors.Is(err, errRefusedByHook) {
+		h := &proxytest.Hook{Refuse: map[string]bool{refuse: true}}
+		_, err := newOutbound(t, addr, "", "", h).DialPacket(proxytest.Ctx(t), netx.Flow{Network: netx.UDP})
+		if !errors.Is(err, proxytest.ErrRefusedByHook) {
 			t.Fatalf("refusing %s: %v", refuse, err)
 		}
 		if refuse == "udp4" {
@@ -369,10 +371,10 @@ func TestAssociateFrameLimit(t *testing.T) {
 	_, addr := startRelay(t, "udp4", "", "", nil)
 	l := dialPacket(t, newOutbound(t, addr, "", "", nil))
 	peer := netx.AddrFromAddrPort(netip.MustParseAddrPort("192.0.2.1:53")) // a 10-byte header
-	if err := l.WritePacket(make([]byte, maxDatagram4-9), peer); !errors.Is(err, ErrFrameTooLarge) || err.Error() != "frame larger than the client runtime's buffer" {
+	if err := l.WritePacket(make([]byte, maxDatagram4-9), peer); !errors.Is(err, proxyconn.ErrFrameTooLarge) || err.Error() != "frame larger than the client runtime's buffer" {
 		t.Fatalf("oversized datagram: %v", err)
 	}
-	if err := l.WritePacket(make([]byte, 1<<20), peer); !errors.Is(err, ErrFrameTooLarge) {
+	if err := l.WritePacket(make([]byte, 1<<20), peer); !errors.Is(err, proxyconn.ErrFrameTooLarge) {
 		t.Fatalf("huge datagram: %v", err)
 	}
 	if err := l.WritePacket(make([]byte, maxDatagram4-10), peer); err != nil {

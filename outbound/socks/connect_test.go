@@ -1,7 +1,6 @@
 package socks
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxytest"
 	"switchyard/protocol/socks5"
 	"switchyard/spec"
 )
@@ -28,8 +28,8 @@ func TestConnectNamesTheDestination(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &server{user: tc.user, pass: tc.pass, requests: make(chan socks5.Request, 1)}
 			o := newOutbound(t, s.start(t), tc.user, tc.pass, nil)
-			f := tcpFlow(tc.dst)
-			c, err := o.DialStream(ctxFor(t), f)
+			f := proxytest.TCPFlow(tc.dst)
+			c, err := o.DialStream(proxytest.Ctx(t), f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestConnectNamesTheDestination(t *testing.T) {
 			if req.Cmd != socks5.CmdConnect || req.Dst != f.Dst {
 				t.Fatalf("request %+v, want CONNECT %v", req, f.Dst)
 			}
-			echoes(t, c, []byte("hello through socks"))
+			proxytest.Echoes(t, c, []byte("hello through socks"))
 		})
 	}
 }
@@ -51,7 +51,7 @@ func TestConnectStreamHalfCloses(t *testing.T) {
 		c.Write(b)
 	}}
 	o := newOutbound(t, s.start(t), "", "", nil)
-	c, err := o.DialStream(ctxFor(t), tcpFlow("example.com:80"))
+	c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:80"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestConnectStreamHalfCloses(t *testing.T) {
 
 // Bytes the server sends right behind its reply belong to the flow.
 func TestConnectKeepsBytesAfterTheReply(t *testing.T) {
-	addr := listen(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		socks5.ReadGreeting(c)
 		c.Write([]byte{5, 0})
 		socks5.ReadRequest(c)
@@ -81,7 +81,7 @@ func TestConnectKeepsBytesAfterTheReply(t *testing.T) {
 		io.Copy(io.Discard, c)
 	})
 	o := newOutbound(t, addr, "", "", nil)
-	c, err := o.DialStream(ctxFor(t), tcpFlow("mail.example:25"))
+	c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("mail.example:25"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestConnectRejectedStatus(t *testing.T) {
 	for code := byte(1); code <= 9; code++ {
 		s := &server{status: code}
 		o := newOutbound(t, s.start(t), "", "", nil)
-		c, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+		c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 		if err == nil {
 			c.Close()
 			t.Fatalf("status %d: dial succeeded", code)
@@ -120,7 +120,7 @@ func TestConnectAuthFailures(t *testing.T) {
 	t.Run("account rejected", func(t *testing.T) {
 		s := &server{user: "alice", pass: "right"}
 		o := newOutbound(t, s.start(t), "alice", "wrong", nil)
-		_, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+		_, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 		if !errors.Is(err, socks5.ErrAuthRejected) || !strings.Contains(err.Error(), "server rejects account") {
 			t.Fatalf("error %v", err)
 		}
@@ -128,7 +128,7 @@ func TestConnectAuthFailures(t *testing.T) {
 	t.Run("no acceptable method", func(t *testing.T) {
 		s := &server{method: socks5.MethodNoAcceptable}
 		o := newOutbound(t, s.start(t), "", "", nil)
-		_, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+		_, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 		if !errors.Is(err, socks5.ErrNoAcceptableMethod) || !strings.Contains(err.Error(), "auth method not supported") {
 			t.Fatalf("error %v", err)
 		}
@@ -136,7 +136,7 @@ func TestConnectAuthFailures(t *testing.T) {
 	t.Run("a method not offered", func(t *testing.T) {
 		s := &server{method: socks5.MethodUserPass}
 		o := newOutbound(t, s.start(t), "", "", nil)
-		_, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+		_, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 		if err == nil || !strings.Contains(err.Error(), "server chose method 0x02, which was not offered") {
 			t.Fatalf("error %v", err)
 		}
@@ -175,8 +175,8 @@ func TestConnectHandshakeBreaks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOutbound(t, listen(t, tc.serve), "", "", nil)
-			c, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+			o := newOutbound(t, proxytest.Listen(t, tc.serve), "", "", nil)
+			c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 			if err == nil {
 				c.Close()
 				t.Fatal("dial succeeded")
@@ -192,11 +192,8 @@ func TestConnectHandshakeBreaks(t *testing.T) {
 }
 
 func TestConnectRefusedUpstream(t *testing.T) {
-	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	o := newOutbound(t, addr, "", "", nil)
-	_, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+	o := newOutbound(t, proxytest.RefusedAddr(t), "", "", nil)
+	_, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("error %v", err)
 	}
@@ -205,36 +202,9 @@ func TestConnectRefusedUpstream(t *testing.T) {
 // A server that never answers holds the dial only until the context ends;
 // the context's deadline is cleared once the handshake is done.
 func TestConnectHonoursTheContext(t *testing.T) {
-	silent := listen(t, func(c net.Conn) { io.Copy(io.Discard, c) })
-	o := newOutbound(t, silent, "", "", nil)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := o.DialStream(ctx, tcpFlow("example.com:443"))
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 3*time.Second {
-		t.Fatalf("deadline: %v after %v", err, time.Since(start))
-	}
-
-	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = o.DialStream(ctx, tcpFlow("example.com:443"))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancel: %v", err)
-	}
-
+	silent := proxytest.Listen(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	s := &server{}
-	o = newOutbound(t, s.start(t), "", "", nil)
-	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	c, err := o.DialStream(ctx, tcpFlow("example.com:443"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	<-ctx.Done()
-	time.Sleep(50 * time.Millisecond)
-	echoes(t, c, []byte("still open after the dial's deadline"))
+	proxytest.DialHonoursTheContext(t, newOutbound(t, silent, "", "", nil), newOutbound(t, s.start(t), "", "", nil))
 }
 
 // The CONNECT dial is one stream socket under the socket policy; a hook
@@ -242,26 +212,26 @@ func TestConnectHonoursTheContext(t *testing.T) {
 func TestConnectUnderTheSocketPolicy(t *testing.T) {
 	s := &server{}
 	addr := s.start(t)
-	h := &hooked{}
+	h := &proxytest.Hook{}
 	o := newOutbound(t, addr, "", "", h)
-	c, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443"))
+	c, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	if got := h.networks(); !slices.Equal(got, []string{"tcp4"}) {
+	if got := h.Networks(); !slices.Equal(got, []string{"tcp4"}) {
 		t.Fatalf("hooked sockets %v, want [tcp4]", got)
 	}
 
-	h = &hooked{refuse: map[string]bool{"tcp4": true}}
+	h = &proxytest.Hook{Refuse: map[string]bool{"tcp4": true}}
 	o = newOutbound(t, addr, "", "", h)
-	if _, err := o.DialStream(ctxFor(t), tcpFlow("example.com:443")); !errors.Is(err, errRefusedByHook) {
+	if _, err := o.DialStream(proxytest.Ctx(t), proxytest.TCPFlow("example.com:443")); !errors.Is(err, proxytest.ErrRefusedByHook) {
 		t.Fatalf("refused socket: %v", err)
 	}
 }
 
 func TestNew(t *testing.T) {
-	deps := outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, time.Second)}
+	deps := proxytest.Deps(nil)
 	o, err := New(spec.Outbound{Type: "socks", Server: "proxy.example:1080"}, deps)
 	if err != nil {
 		t.Fatal(err)

@@ -7,33 +7,21 @@ import (
 	"syscall"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/protocol/socks5"
 )
-
-// kindError is an error with a fixed text that also matches (errors.Is) the
-// standard error of its kind.
-type kindError struct {
-	text string
-	kind error
-}
-
-func (e *kindError) Error() string        { return e.text }
-func (e *kindError) Is(target error) bool { return target == e.kind }
 
 // Errors callers test with errors.Is.
 var (
 	// ErrHandshakeClosed: the server closed the connection before the
 	// handshake was over. It matches io.ErrUnexpectedEOF.
-	ErrHandshakeClosed error = &kindError{"socks: server closed during the handshake", io.ErrUnexpectedEOF}
+	ErrHandshakeClosed = proxyconn.KindError("socks: server closed during the handshake", io.ErrUnexpectedEOF)
 	// ErrRelayDomain: an association's relay is named by a domain. It
 	// matches errors.ErrUnsupported.
-	ErrRelayDomain error = &kindError{"socks: the relay address is a domain", errors.ErrUnsupported}
+	ErrRelayDomain = proxyconn.KindError("socks: the relay address is a domain", errors.ErrUnsupported)
 	// ErrControlClosed: an association's control connection ended, so the
 	// association is over. It matches syscall.EPIPE.
-	ErrControlClosed error = &kindError{"socks: the control connection closed", syscall.EPIPE}
-	// ErrFrameTooLarge: a datagram whose SOCKS5 frame does not fit one UDP
-	// datagram toward the relay.
-	ErrFrameTooLarge = errors.New("frame larger than the client runtime's buffer")
+	ErrControlClosed = proxyconn.KindError("socks: the control connection closed", syscall.EPIPE)
 )
 
 // RejectedError is the server's refusal of a request: a reply with a

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/protocol/socks5"
 )
 
@@ -90,7 +91,7 @@ func (l *link) drain() {
 			l.mu.Unlock()
 		}
 		l.ended.Store(true)
-		l.udp.SetReadDeadline(longAgo)
+		l.udp.SetReadDeadline(proxyconn.LongAgo)
 		return
 	}
 }
@@ -123,12 +124,12 @@ func (l *link) WritePacket(p []byte, to netx.Addr) error {
 		return err
 	}
 	if len(p) > l.maxFrame {
-		return ErrFrameTooLarge
+		return proxyconn.ErrFrameTooLarge
 	}
 	frame := socks5.AppendUDP(l.wbuf[:0], to, p)
 	l.wbuf = frame[:0]
 	if len(frame) > l.maxFrame {
-		return ErrFrameTooLarge
+		return proxyconn.ErrFrameTooLarge
 	}
 	if _, err := l.udp.WriteToUDPAddrPort(frame, l.relay); err != nil {
 		if l.closed.Load() {

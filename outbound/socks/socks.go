@@ -11,6 +11,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/protocol/socks5"
 	"switchyard/spec"
 	"switchyard/transport"
@@ -61,7 +62,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
-	err = within(ctx, c, func() error {
+	err = proxyconn.Within(ctx, c, func() error {
 		if err := o.auth.negotiate(c); err != nil {
 			return err
 		}

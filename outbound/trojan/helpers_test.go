@@ -9,14 +9,12 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"switchyard/netx"
-	"switchyard/outbound"
+	"switchyard/outbound/internal/proxytest"
 	"switchyard/spec"
 )
 
@@ -51,38 +49,16 @@ func serve(t *testing.T, handle func(net.Conn)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String()
+	return proxytest.Serve(t, ln, handle)
 }
 
 func newTrojan(t *testing.T, server, password string) *Outbound {
 	t.Helper()
 	o, err := New(spec.Outbound{Tag: "t", Type: "trojan", Server: server, Password: password, UDP: true,
 		TLS: &spec.TLS{ServerName: "trojan.test", Insecure: true}},
-		outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, time.Second), Servers: netx.SystemResolver{}})
+		proxytest.Deps(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return o
-}
-
-func depsForTest() outbound.Deps {
-	return outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, time.Second), Servers: netx.SystemResolver{}}
 }

@@ -1,89 +1,37 @@
 package trojan
 
 import (
-	"bufio"
-	"errors"
 	"net"
-	"os"
-	"sync"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	codec "switchyard/protocol/trojan"
 )
 
-// packetLink is a UDP ASSOCIATE stream: every packet, both ways, is the
-// peer's address, a length, CRLF and the payload. WritePacket, ReadPacket
-// and Close may each run on their own goroutine.
-type packetLink struct {
-	conn net.Conn
+// BufSize (TROJAN_BUF) sizes both buffers of a datagram link: the staging
+// buffer toward the server and the read buffer from it. It bounds one frame
+// each way.
+const BufSize = 16 * 1024
 
-	// Writer side: the staging buffer a packet is sealed in.
-	stage []byte
-
-	// Reader side.
-	br     *bufio.Reader
-	parser codec.PacketParser
-	bad    error // the error that ended reading; final
-
-	closeOnce sync.Once
-	closeErr  error
+// newPacketLink is a UDP ASSOCIATE stream: every packet, both ways, is the
+// peer's address, a length, CRLF and the payload. A packet whose payload and
+// the request header's reserve exceed the buffer is refused.
+func newPacketLink(c net.Conn) *proxyconn.Link {
+	return proxyconn.NewLink(c, &packetFraming{}, BufSize, codec.RequestHeaderMax)
 }
 
-var _ netx.PacketLink = (*packetLink)(nil)
-
-func newPacketLink(c net.Conn) *packetLink {
-	return &packetLink{
-		conn:  c,
-		stage: make([]byte, 0, BufSize),
-		br:    bufio.NewReaderSize(c, BufSize),
-	}
+// packetFraming is Trojan's UDP packets.
+type packetFraming struct {
+	parser codec.PacketParser // reader side
 }
 
-// WritePacket sends p to peer in one write. A packet whose payload and the
-// request header's reserve exceed the buffer is refused.
-func (l *packetLink) WritePacket(p []byte, peer netx.Addr) error {
-	if len(p)+codec.RequestHeaderMax > BufSize {
-		return errDatagramTooLarge
-	}
-	b, err := codec.AppendPacket(l.stage[:0], peer, p)
-	if err != nil {
-		return err
-	}
-	_, err = l.conn.Write(b)
-	return err
+func (*packetFraming) AppendFrame(dst, p []byte, to netx.Addr) ([]byte, error) {
+	return codec.AppendPacket(dst, to, p)
 }
 
-// ReadPacket returns the next packet from the server, truncated to p, with
-// the peer it came from.
-func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
-	if l.bad != nil {
-		return 0, netx.Addr{}, l.bad
-	}
-	frame, err := peekFrame(l.br, codec.PacketLen)
-	if err != nil {
-		l.fail(err)
-		return 0, netx.Addr{}, err
-	}
-	peer, payload, err := l.parser.Parse(frame)
-	if err != nil {
-		l.fail(err)
-		return 0, netx.Addr{}, err
-	}
-	n := copy(p, payload)
-	l.br.Discard(len(frame))
-	return n, peer, nil
-}
+func (*packetFraming) FrameLen(b []byte) (int, error) { return codec.PacketLen(b) }
 
-// fail makes err final unless it is a deadline that passed, after which
-// reading may go on where it stopped.
-func (l *packetLink) fail(err error) {
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		l.bad = err
-	}
-}
-
-// Close closes the server connection, which ends a blocked ReadPacket.
-func (l *packetLink) Close() error {
-	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })
-	return l.closeErr
+func (f *packetFraming) OpenFrame(frame []byte) ([]byte, netx.Addr, bool, error) {
+	peer, payload, err := f.parser.Parse(frame)
+	return payload, peer, err == nil, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
 	codec "switchyard/protocol/trojan"
 	"switchyard/spec"
 	"switchyard/transport"
@@ -78,17 +79,9 @@ func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	c, err := o.transport.Dial(ctx)
+	c, err := proxyconn.Open(ctx, o.transport, req)
 	if err != nil {
-		return nil, err
-	}
-	err = within(ctx, c, func() error {
-		_, err := c.Write(req)
-		return err
-	})
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("trojan: sending the request: %w", err)
+		return nil, fmt.Errorf("trojan: %w", err)
 	}
 	return c, nil
 }

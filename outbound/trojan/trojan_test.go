@@ -3,7 +3,6 @@ package trojan
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxytest"
 	codec "switchyard/protocol/trojan"
 	"switchyard/spec"
 )
@@ -170,7 +170,7 @@ func TestServerBytes(t *testing.T) {
 	}{
 		{"oversized frame", big, "upstream frame larger than the client runtime's buffer"},
 		{"cut frame", good[:len(good)-1], "upstream closed inside a frame"},
-		{"address type", []byte{9, 1, 2, 3}, "unknown address type"},
+		{"address type", []byte{9, 1, 2, 3}, "address type not supported"},
 		{"no CRLF", append(good[:len(good)-4:len(good)-4], 'x', 'y', 'o', 'k'), "not CRLF"},
 		{"clean end", nil, "EOF"},
 	}
@@ -185,26 +185,13 @@ func TestServerBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			buf := make([]byte, 65536)
-			_, _, err = l.ReadPacket(buf)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
-			if _, _, again := l.ReadPacket(buf); again == nil || again.Error() != err.Error() {
-				t.Fatalf("second read: %v", again)
-			}
+			proxytest.ReadFailsForGood(t, l, tc.want)
 		})
 	}
 }
 
 func TestRefusedUpstreamIsADialError(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	o := newTrojan(t, addr, "pw")
+	o := newTrojan(t, proxytest.RefusedAddr(t), "pw")
 	if c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 1)}); err == nil {
 		c.Close()
 		t.Fatal("stream over a refused upstream")
@@ -225,49 +212,22 @@ func TestBadDestinationIsRefusedBeforeDialing(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	base := spec.Outbound{Tag: "t", Type: "trojan", Server: "trojan.test:443", Password: "pw", TLS: &spec.TLS{}}
-	if _, err := New(base, depsForTest()); err != nil {
+	if _, err := New(base, proxytest.Deps(nil)); err != nil {
 		t.Fatal(err)
 	}
 	noTLS := base
 	noTLS.TLS = nil
-	if _, err := New(noTLS, depsForTest()); err == nil || !strings.Contains(err.Error(), "tls table is required") {
+	if _, err := New(noTLS, proxytest.Deps(nil)); err == nil || !strings.Contains(err.Error(), "tls table is required") {
 		t.Fatalf("no tls: %v", err)
 	}
 	noPassword := base
 	noPassword.Password = ""
-	if _, err := New(noPassword, depsForTest()); err == nil {
+	if _, err := New(noPassword, proxytest.Deps(nil)); err == nil {
 		t.Fatal("empty password built")
 	}
 	badServer := base
 	badServer.Server = "nowhere"
-	if _, err := New(badServer, depsForTest()); err == nil {
+	if _, err := New(badServer, proxytest.Deps(nil)); err == nil {
 		t.Fatal("server without a port built")
-	}
-}
-
-func TestWithinHonoursCancel(t *testing.T) {
-	a, b := net.Pipe() // a write blocks until the other end reads
-	defer a.Close()
-	defer b.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	err := within(ctx, a, func() error { _, err := a.Write([]byte("never read")); return err })
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("%v", err)
-	}
-	// A handshake that finished in time leaves no deadline behind.
-	c, d := net.Pipe()
-	defer c.Close()
-	defer d.Close()
-	go d.Read(make([]byte, 1))
-	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if err := within(ctx, c, func() error { _, err := c.Write([]byte("x")); return err }); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(150 * time.Millisecond) // past ctx's deadline
-	go d.Read(make([]byte, 1))
-	if _, err := c.Write([]byte("y")); err != nil {
-		t.Fatal(err)
 	}
 }

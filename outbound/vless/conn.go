@@ -6,12 +6,13 @@ import (
 	"net"
 	"os"
 
+	"switchyard/outbound/internal/proxyconn"
 	codec "switchyard/protocol/vless"
 )
 
-// streamConn is a VLESS TCP stream: the server's response header comes
-// before its first byte and is read and checked by the first Read; the
-// rest, both ways, is the flow's bytes unchanged.
+// streamConn is a VLESS stream: the server's response header comes before
+// its first byte and is read and checked by the first Read; the rest, both
+// ways, is the flow's bytes (or a datagram link's frames) unchanged.
 type streamConn struct {
 	net.Conn
 
@@ -51,7 +52,7 @@ func (c *streamConn) response() error {
 		c.have += m
 		switch {
 		case err == io.EOF:
-			c.bad = errHandshakeEOF
+			c.bad = proxyconn.ErrHandshakeClosed
 			return c.bad
 		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
 			c.bad = err

@@ -5,27 +5,31 @@ package vless
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 
 	"switchyard/netx"
 	"switchyard/outbound"
-	"switchyard/protocol/mux"
+	"switchyard/outbound/internal/proxyconn"
+	"switchyard/outbound/internal/xudp"
 	codec "switchyard/protocol/vless"
 	"switchyard/spec"
 	"switchyard/transport"
 )
 
+// BufSize (VLESS_BUF) sizes both buffers of a datagram link: the staging
+// buffer toward the server and the read buffer from it. It bounds one frame
+// each way.
+const BufSize = 16 * 1024
+
 // Outbound is a VLESS outbound.
 type Outbound struct {
 	transport *transport.Dialer
 	id        codec.UUID
-	xudp      bool
-	// gidKey derives the XUDP global ID of each association from its
-	// source; it lives as long as the outbound.
-	gidKey [mux.GlobalIDKeyLen]byte
+	// xudp derives the XUDP global ID of each association from its source;
+	// nil without XUDP.
+	xudp *xudp.IDs
 }
 
 var (
@@ -46,8 +50,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	switch o.PacketEncoding {
 	case "":
 	case "xudp":
-		out.xudp = true
-		rand.Read(out.gidKey[:])
+		out.xudp = xudp.NewIDs()
 	default:
 		return nil, fmt.Errorf("vless: unknown packet_encoding %q (expected \"\" or \"xudp\")", o.PacketEncoding)
 	}
@@ -80,7 +83,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 // there whatever it names, and every reply comes from it. With XUDP the
 // request opens Mux.Cool and every packet names its own peer.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
-	if !o.xudp {
+	if o.xudp == nil {
 		c, err := o.open(ctx, codec.CmdUDP, f.Dst)
 		if err != nil {
 			return nil, err
@@ -91,13 +94,14 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 	if err != nil {
 		return nil, err
 	}
-	var gid [8]byte
-	if f.Src.IsValid() {
-		gid = mux.GlobalID(&o.gidKey, f.Src)
-	} else {
-		rand.Read(gid[:])
-	}
-	return newXUDPLink(c, f.Dst, gid), nil
+	return xudp.NewLink(&streamConn{Conn: c}, f.Dst, o.xudp.For(f.Src), BufSize, codec.RequestHeaderMax), nil
+}
+
+// newPacketLink is the single-target link over c, a UDP stream toward
+// target. A packet whose payload and the request header's reserve exceed
+// the buffer is refused.
+func newPacketLink(c net.Conn, target netx.Addr) *proxyconn.Link {
+	return proxyconn.NewLink(&streamConn{Conn: c}, packetFraming{target}, BufSize, codec.RequestHeaderMax)
 }
 
 // open dials the server and writes the request header, bounded by ctx.
@@ -106,17 +110,9 @@ func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	c, err := o.transport.Dial(ctx)
+	c, err := proxyconn.Open(ctx, o.transport, req)
 	if err != nil {
-		return nil, err
-	}
-	err = within(ctx, c, func() error {
-		_, err := c.Write(req)
-		return err
-	})
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("vless: sending the request: %w", err)
+		return nil, fmt.Errorf("vless: %w", err)
 	}
 	return c, nil
 }

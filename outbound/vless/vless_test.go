@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxytest"
 	codec "switchyard/protocol/vless"
 	"switchyard/spec"
 )
 
 func TestStream(t *testing.T) {
 	headerAlone := make(chan []byte, 1)
-	addr := serve(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		headerAlone <- readRequest(t, c, codec.CmdTCP)
 		c.Write([]byte{0, 2, 0xaa, 0xbb}) // response header with two bytes of addons
 		io.Copy(c, c)
@@ -51,7 +52,7 @@ func TestStream(t *testing.T) {
 }
 
 func TestStreamHalfClose(t *testing.T) {
-	addr := serve(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		readRequest(t, c, codec.CmdTCP)
 		b, _ := io.ReadAll(c) // until the client's half-close
 		c.Write([]byte{0, 0})
@@ -84,7 +85,7 @@ func TestStreamResponseHeader(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := serve(t, func(c net.Conn) {
+			addr := proxytest.Listen(t, func(c net.Conn) {
 				readRequest(t, c, codec.CmdTCP)
 				c.Write(tc.reply)
 			})
@@ -108,7 +109,7 @@ func TestStreamResponseHeader(t *testing.T) {
 // A read deadline that passes inside the response header loses nothing.
 func TestStreamResponseHeaderSurvivesADeadline(t *testing.T) {
 	next := make(chan struct{})
-	addr := serve(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		readRequest(t, c, codec.CmdTCP)
 		c.Write([]byte{0, 3, 1})
 		<-next
@@ -133,7 +134,7 @@ func TestStreamResponseHeaderSurvivesADeadline(t *testing.T) {
 
 func TestSingleTargetPackets(t *testing.T) {
 	target := netx.Addr{IP: netip.MustParseAddr("192.0.2.7"), Port: 53}
-	addr := serve(t, func(c net.Conn) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
 		if a := readRequest(t, c, codec.CmdUDP); hex.EncodeToString(a) != "003501c0000207" {
 			t.Errorf("request names %x", a)
 			return
@@ -192,7 +193,7 @@ func TestSingleTargetServerBytes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := serve(t, func(c net.Conn) {
+			addr := proxytest.Listen(t, func(c net.Conn) {
 				readRequest(t, c, codec.CmdUDP)
 				c.Write(tc.reply)
 			})
@@ -201,21 +202,14 @@ func TestSingleTargetServerBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			buf := make([]byte, 65536)
-			_, _, err = l.ReadPacket(buf)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("%v, want %q", err, tc.want)
-			}
-			if _, _, again := l.ReadPacket(buf); again == nil || again.Error() != err.Error() {
-				t.Fatalf("second read: %v", again)
-			}
+			proxytest.ReadFailsForGood(t, l, tc.want)
 		})
 	}
 }
 
 func TestNew(t *testing.T) {
 	base := spec.Outbound{Tag: "v", Type: "vless", Server: "vless.test:443", UUID: testUUID}
-	if _, err := New(base, deps()); err != nil {
+	if _, err := New(base, proxytest.Deps(nil)); err != nil {
 		t.Fatal(err)
 	}
 	bad := map[string]func(*spec.Outbound){
@@ -228,19 +222,14 @@ func TestNew(t *testing.T) {
 	for name, change := range bad {
 		o := base
 		change(&o)
-		if _, err := New(o, deps()); err == nil {
+		if _, err := New(o, proxytest.Deps(nil)); err == nil {
 			t.Errorf("%s: built", name)
 		}
 	}
 }
 
 func TestRefusedUpstreamIsADialError(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := proxytest.RefusedAddr(t)
 	for _, enc := range []string{"", "xudp"} {
 		o := newVLESS(t, addr, enc)
 		if c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 1)}); err == nil {
@@ -255,7 +244,7 @@ func TestRefusedUpstreamIsADialError(t *testing.T) {
 }
 
 func TestCancelledDial(t *testing.T) {
-	addr := serve(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	addr := proxytest.Listen(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if c, err := newVLESS(t, addr, "").DialStream(ctx, netx.Flow{Dst: netx.DomainAddr("a.test", 1)}); err == nil {

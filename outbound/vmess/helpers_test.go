@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"switchyard/netx"
-	"switchyard/outbound"
+	"switchyard/outbound/internal/proxytest"
 	protocol "switchyard/protocol/vmess"
 	"switchyard/protocol/vmess/vmesstest"
 	"switchyard/spec"
@@ -44,44 +42,19 @@ func (s *session) chunk(p []byte) error {
 	return err
 }
 
-// server is a VMess server on loopback for one test; handle runs for each
-// flow once its request header is open.
-type server struct {
-	ln net.Listener
-	wg sync.WaitGroup
-}
-
-func newServer(t *testing.T, handle func(*session)) *server {
+// newServer runs a VMess server on loopback for one test and returns its
+// address; handle runs for each flow once its request header is open.
+func newServer(t *testing.T, handle func(*session)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{ln: ln}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				defer c.Close()
-				r := bufio.NewReader(c)
-				req, err := vmesstest.ReadRequest(r, testUUID)
-				if err != nil {
-					t.Errorf("server: %v", err)
-					return
-				}
-				handle(&session{conn: c, r: r, req: req, in: req.RequestBody(), out: req.ResponseBody()})
-			}()
+	return proxytest.Listen(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		req, err := vmesstest.ReadRequest(r, testUUID)
+		if err != nil {
+			t.Errorf("server: %v", err)
+			return
 		}
-	}()
-	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
-	return s
+		handle(&session{conn: c, r: r, req: req, in: req.RequestBody(), out: req.ResponseBody()})
+	})
 }
 
 // echo answers every chunk with the same payload, and the end chunk with
@@ -115,10 +88,15 @@ func echo(s *session) {
 
 func newOutbound(t testing.TB, addr, security string) *Outbound {
 	t.Helper()
+	return newOutboundEncoding(t, addr, security, "")
+}
+
+func newOutboundEncoding(t testing.TB, addr, security, packetEncoding string) *Outbound {
+	t.Helper()
 	o, err := New(spec.Outbound{
 		Tag: "vmess", Type: "vmess", Server: addr, UUID: testUUIDText,
-		Security: security, GlobalPadding: true, UDP: true,
-	}, outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, 0)})
+		Security: security, GlobalPadding: true, UDP: true, PacketEncoding: packetEncoding,
+	}, proxytest.Deps(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	protocol "switchyard/protocol/vmess"
 )
 
@@ -47,7 +48,7 @@ func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
 		return nil
 	}
 	if len(p)+stagingReserve > bufSize {
-		return fmt.Errorf("vmess: %w (a datagram of %d bytes)", errFrameTooLarge, len(p))
+		return fmt.Errorf("vmess: %w (a datagram of %d bytes)", proxyconn.ErrFrameTooLarge, len(p))
 	}
 	buf, err := l.enc.Seal(l.wbuf[:0], p)
 	if err == nil {

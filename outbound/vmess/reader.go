@@ -7,19 +7,8 @@ import (
 	"net"
 	"os"
 
+	"switchyard/outbound/internal/proxyconn"
 	protocol "switchyard/protocol/vmess"
-)
-
-// closedError is an end of the upstream where the protocol needed more. It
-// matches io.ErrUnexpectedEOF.
-type closedError string
-
-func (e closedError) Error() string        { return string(e) }
-func (e closedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
-
-const (
-	errClosedInHandshake = closedError("upstream closed during the handshake")
-	errClosedInFrame     = closedError("upstream closed inside a frame")
 )
 
 // frameReader reads what the server sends, a frame at a time, into one
@@ -61,7 +50,7 @@ func (fr *frameReader) next() ([]byte, error) {
 				return payload, nil
 			}
 		case frame > len(fr.buf):
-			fr.err = fmt.Errorf("vmess: %w (%d bytes)", errUpstreamFrame, frame)
+			fr.err = fmt.Errorf("vmess: %w (%d bytes)", proxyconn.ErrUpstreamFrameTooLarge, frame)
 		default:
 			if err := fr.fill(fr.r + frame); err != nil {
 				return nil, err
@@ -94,9 +83,9 @@ func (fr *frameReader) fail(err error) error {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return err
 	case err == io.EOF && !fr.opened:
-		fr.err = fmt.Errorf("vmess: %w", errClosedInHandshake)
+		fr.err = fmt.Errorf("vmess: %w", proxyconn.ErrHandshakeClosed)
 	case err == io.EOF && (fr.r < fr.w || fr.dec.Mid()):
-		fr.err = fmt.Errorf("vmess: %w", errClosedInFrame)
+		fr.err = fmt.Errorf("vmess: %w", proxyconn.ErrFrameClosed)
 	default:
 		fr.err = err
 	}

@@ -1,11 +1,12 @@
 // Package vmess is the VMess outbound (AEAD header): TCP flows as chunked
-// streams, and UDP with one target per link, over the proxy transport.
+// streams, and UDP either with one target per link or, with packet_encoding
+// "xudp", as XUDP over a Mux.Cool stream, whose packets each name their own
+// peer; all over the proxy transport.
 package vmess
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
+	"switchyard/outbound/internal/xudp"
 	protocol "switchyard/protocol/vmess"
 	"switchyard/spec"
 	"switchyard/transport"
@@ -27,13 +30,6 @@ const bufSize = 32 * 1024
 // longer than bufSize - stagingReserve is refused.
 const stagingReserve = 384
 
-var (
-	errUpstreamFrame = errors.New("upstream frame larger than the client runtime's buffer")
-	errFrameTooLarge = errors.New("frame larger than the client runtime's buffer")
-	// errXUDP is the refusal of the packet encoding this outbound lacks.
-	errXUDP = errors.New(`vmess: packet_encoding "xudp" is not available`)
-)
-
 // Outbound dials VMess flows through one proxy server.
 type Outbound struct {
 	dialer   *transport.Dialer
@@ -42,6 +38,9 @@ type Outbound struct {
 	padding  bool
 	rand     io.Reader
 	now      func() time.Time
+	// xudp derives the XUDP global ID of each association from its source;
+	// nil without XUDP.
+	xudp *xudp.IDs
 }
 
 var (
@@ -52,12 +51,13 @@ var (
 // New builds the outbound: it derives the user's keys and the transport
 // dialer, and opens no socket.
 func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
+	var ids *xudp.IDs
 	switch o.PacketEncoding {
 	case "":
 	case "xudp":
-		return nil, errXUDP
+		ids = xudp.NewIDs()
 	default:
-		return nil, fmt.Errorf("vmess: unknown packet_encoding %q", o.PacketEncoding)
+		return nil, fmt.Errorf("vmess: unknown packet_encoding %q (expected \"\" or \"xudp\")", o.PacketEncoding)
 	}
 	uuid, err := protocol.ParseUUID(o.UUID)
 	if err != nil {
@@ -78,6 +78,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 		padding:  o.GlobalPadding,
 		rand:     rand.Reader,
 		now:      time.Now,
+		xudp:     ids,
 	}, nil
 }
 
@@ -94,15 +95,24 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	return newStreamConn(c, s), nil
 }
 
-// DialPacket opens a UDP link whose every datagram goes to f.Dst, the
-// destination of the packet that opened it, and whose every reply is
-// attributed to f.Dst.
+// DialPacket opens a UDP link. Without XUDP every datagram goes to f.Dst,
+// the destination of the packet that opened the link, and every reply is
+// attributed to f.Dst. With XUDP the request opens Mux.Cool, as Xray's
+// client does for the destination v1.mux.cool, and every packet names its
+// own peer.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
-	c, s, err := o.open(ctx, protocol.CommandUDP, f.Dst)
+	if o.xudp == nil {
+		c, s, err := o.open(ctx, protocol.CommandUDP, f.Dst)
+		if err != nil {
+			return nil, err
+		}
+		return newPacketLink(c, s, f.Dst), nil
+	}
+	c, s, err := o.open(ctx, protocol.CommandMux, netx.Addr{})
 	if err != nil {
 		return nil, err
 	}
-	return newPacketLink(c, s, f.Dst), nil
+	return xudp.NewLink(newStreamConn(c, s), f.Dst, o.xudp.For(f.Src), bufSize, stagingReserve), nil
 }
 
 // open dials the server and writes the request header on its own, within
@@ -112,34 +122,13 @@ func (o *Outbound) open(ctx context.Context, cmd protocol.Command, dst netx.Addr
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := o.dialer.Dial(ctx)
+	hdr, err := s.AppendRequest(make([]byte, 0, protocol.MaxHeaderLen), o.id, o.now())
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := proxyconn.Open(ctx, o.dialer, hdr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("vmess: %w", err)
 	}
-	hdr, err := s.AppendRequest(make([]byte, 0, protocol.MaxHeaderLen), o.id, o.now())
-	if err == nil {
-		err = writeWithin(ctx, c, hdr)
-	}
-	if err != nil {
-		c.Close()
-		return nil, nil, fmt.Errorf("vmess: sending the request to %s: %w", o.dialer.Server(), err)
-	}
 	return c, s, nil
-}
-
-// writeWithin writes b to c, giving up when ctx ends, and leaves c with no
-// write deadline.
-func writeWithin(ctx context.Context, c net.Conn, b []byte) error {
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetWriteDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { c.SetWriteDeadline(time.Unix(1, 0)) })
-	_, err := c.Write(b)
-	if !stop() {
-		// ctx ended: the write may have been cut short, and the deadline
-		// set by the callback may land after any reset done here.
-		return ctx.Err()
-	}
-	c.SetWriteDeadline(time.Time{})
-	return err
 }

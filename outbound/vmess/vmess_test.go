@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -14,7 +13,8 @@ import (
 	"time"
 
 	"switchyard/netx"
-	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
+	"switchyard/outbound/internal/proxytest"
 	protocol "switchyard/protocol/vmess"
 	"switchyard/spec"
 )
@@ -27,8 +27,8 @@ func udpFlow(dst netx.Addr) netx.Flow { return netx.Flow{Network: netx.UDP, Dst:
 func TestStreamEchoEachSecurity(t *testing.T) {
 	for _, sec := range securities {
 		t.Run(sec, func(t *testing.T) {
-			srv := newServer(t, echo)
-			o := newOutbound(t, srv.ln.Addr().String(), sec)
+			addr := newServer(t, echo)
+			o := newOutbound(t, addr, sec)
 			c, err := o.DialStream(context.Background(), tcpFlow(netx.DomainAddr("example.com", 80)))
 			if err != nil {
 				t.Fatal(err)
@@ -72,11 +72,11 @@ func TestPacketEchoEachSecurity(t *testing.T) {
 	for _, sec := range securities {
 		t.Run(sec, func(t *testing.T) {
 			var target netx.Addr
-			srv := newServer(t, func(s *session) {
+			addr := newServer(t, func(s *session) {
 				target = s.req.Dst
 				echo(s)
 			})
-			o := newOutbound(t, srv.ln.Addr().String(), sec)
+			o := newOutbound(t, addr, sec)
 			l, err := o.DialPacket(context.Background(), udpFlow(echoDst))
 			if err != nil {
 				t.Fatal(err)
@@ -109,15 +109,15 @@ func TestPacketEchoEachSecurity(t *testing.T) {
 }
 
 func TestPacketLargerThanTheBufferIsRefused(t *testing.T) {
-	srv := newServer(t, echo)
-	o := newOutbound(t, srv.ln.Addr().String(), "aes-128-gcm")
+	addr := newServer(t, echo)
+	o := newOutbound(t, addr, "aes-128-gcm")
 	l, err := o.DialPacket(context.Background(), udpFlow(echoDst))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	err = l.WritePacket(make([]byte, bufSize-stagingReserve+1), echoDst)
-	if !errors.Is(err, errFrameTooLarge) || !strings.Contains(err.Error(), "frame larger than the client runtime's buffer") {
+	if !errors.Is(err, proxyconn.ErrFrameTooLarge) || !strings.Contains(err.Error(), "frame larger than the client runtime's buffer") {
 		t.Fatalf("%v", err)
 	}
 	// The refusal is for that datagram only.
@@ -134,8 +134,8 @@ func TestPacketLargerThanTheBufferIsRefused(t *testing.T) {
 // the error of reading it.
 func readAfterHandshake(t *testing.T, sec string, answer func(*session)) error {
 	t.Helper()
-	srv := newServer(t, answer)
-	o := newOutbound(t, srv.ln.Addr().String(), sec)
+	addr := newServer(t, answer)
+	o := newOutbound(t, addr, sec)
 	c, err := o.DialStream(context.Background(), tcpFlow(echoDst))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestUpstreamFrameLargerThanTheBuffer(t *testing.T) {
 		s.header(s.req.Check)
 		s.chunk(make([]byte, bufSize)) // with its length and tag, past the buffer
 	})
-	if !errors.Is(err, errUpstreamFrame) || !strings.Contains(err.Error(), "upstream frame larger than the client runtime's buffer") {
+	if !errors.Is(err, proxyconn.ErrUpstreamFrameTooLarge) || !strings.Contains(err.Error(), "upstream frame larger than the client runtime's buffer") {
 		t.Fatalf("%v", err)
 	}
 	// A sealed chunk that just fits is read.
@@ -174,16 +174,16 @@ func TestUpstreamFrameLargerThanTheBuffer(t *testing.T) {
 		t.Fatalf("a chunk filling the buffer: %v", err)
 	}
 	// A datagram is held whole too.
-	srv := newServer(t, func(s *session) {
+	addr := newServer(t, func(s *session) {
 		s.header(s.req.Check)
 		s.chunk(make([]byte, bufSize))
 	})
-	l, err := newOutbound(t, srv.ln.Addr().String(), "none").DialPacket(context.Background(), udpFlow(echoDst))
+	l, err := newOutbound(t, addr, "none").DialPacket(context.Background(), udpFlow(echoDst))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, _, err := l.ReadPacket(make([]byte, 64<<10)); !errors.Is(err, errUpstreamFrame) {
+	if _, _, err := l.ReadPacket(make([]byte, 64<<10)); !errors.Is(err, proxyconn.ErrUpstreamFrameTooLarge) {
 		t.Fatalf("datagram: %v", err)
 	}
 }
@@ -193,13 +193,13 @@ func TestUpstreamFrameLargerThanTheBuffer(t *testing.T) {
 func TestClearStreamChunksLargerThanTheBuffer(t *testing.T) {
 	big := make([]byte, 0xFFFF)
 	rand.Read(big)
-	srv := newServer(t, func(s *session) {
+	addr := newServer(t, func(s *session) {
 		s.header(s.req.Check)
 		s.chunk(big)
 		s.chunk([]byte("and a small one"))
 		s.chunk(nil)
 	})
-	o := newOutbound(t, srv.ln.Addr().String(), "none")
+	o := newOutbound(t, addr, "none")
 	c, err := o.DialStream(context.Background(), tcpFlow(echoDst))
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestTamperedChunkFailsTheFlow(t *testing.T) {
 // Read.
 func TestReadTimeoutInsideAFrameResumes(t *testing.T) {
 	release := make(chan struct{})
-	srv := newServer(t, func(s *session) {
+	addr := newServer(t, func(s *session) {
 		s.header(s.req.Check)
 		c := s.out.AppendChunk(nil, []byte("patience"))
 		s.conn.Write(c[:4])
@@ -273,7 +273,7 @@ func TestReadTimeoutInsideAFrameResumes(t *testing.T) {
 		s.conn.Write(c[4:])
 		s.chunk(nil)
 	})
-	o := newOutbound(t, srv.ln.Addr().String(), "aes-128-gcm")
+	o := newOutbound(t, addr, "aes-128-gcm")
 	c, err := o.DialStream(context.Background(), tcpFlow(echoDst))
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +296,7 @@ func TestReadTimeoutInsideAFrameResumes(t *testing.T) {
 }
 
 func TestDialFailsWhenTheServerRefuses(t *testing.T) {
-	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	o := newOutbound(t, addr, "auto")
+	o := newOutbound(t, proxytest.RefusedAddr(t), "auto")
 	if _, err := o.DialStream(context.Background(), tcpFlow(echoDst)); err == nil {
 		t.Fatal("DialStream succeeded with no server")
 	}
@@ -309,8 +306,8 @@ func TestDialFailsWhenTheServerRefuses(t *testing.T) {
 }
 
 func TestDialHonoursItsContext(t *testing.T) {
-	srv := newServer(t, func(s *session) {})
-	o := newOutbound(t, srv.ln.Addr().String(), "auto")
+	addr := newServer(t, func(s *session) {})
+	o := newOutbound(t, addr, "auto")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := o.DialStream(ctx, tcpFlow(echoDst)); !errors.Is(err, context.Canceled) {
@@ -328,12 +325,11 @@ func TestDialRefusesAnUnwritableDestination(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	base := spec.Outbound{Tag: "v", Type: "vmess", Server: "127.0.0.1:10086", UUID: testUUIDText, Security: "auto", GlobalPadding: true, UDP: true}
-	deps := outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, 0)}
+	deps := proxytest.Deps(nil)
 	for _, tc := range []struct {
 		edit func(*spec.Outbound)
 		want string
 	}{
-		{func(o *spec.Outbound) { o.PacketEncoding = "xudp" }, `vmess: packet_encoding "xudp" is not available`},
 		{func(o *spec.Outbound) { o.PacketEncoding = "packetaddr" }, `vmess: unknown packet_encoding "packetaddr"`},
 		{func(o *spec.Outbound) { o.UUID = "not-a-uuid" }, "not of the form"},
 		{func(o *spec.Outbound) { o.Security = "aes-128-cfb" }, `unknown security "aes-128-cfb"`},

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"switchyard/netx"
+	"switchyard/protocol/internal/wireaddr"
 )
 
 // Address types of the port-first address form that Mux.Cool, VLESS and
@@ -19,17 +20,28 @@ const (
 
 // MaxAddrLen is the longest encoded address: the port, the type, a length
 // byte and a 255-byte name.
-const MaxAddrLen = 2 + 1 + 1 + 255
+const MaxAddrLen = 2 + 1 + 1 + wireaddr.MaxNameLen
 
 // ErrAddrType is the error of an address type other than the three above.
 var ErrAddrType = errors.New("unknown address type")
 
-// AppendAddr appends a in the port-first form. An address with no host, or a
-// name longer than 255 bytes, cannot be written.
+// CheckAddr reports whether a can be written: an IP, or a name of 1 to 255
+// bytes.
+func CheckAddr(a netx.Addr) error {
+	if err := wireaddr.Check(a); err != nil {
+		return fmt.Errorf("mux: %w", err)
+	}
+	return nil
+}
+
+// AppendAddr appends a in the port-first form. An address CheckAddr refuses
+// appends nothing and returns its error.
 func AppendAddr(dst []byte, a netx.Addr) ([]byte, error) {
-	switch {
-	case a.IP.IsValid():
-		dst = binary.BigEndian.AppendUint16(dst, a.Port)
+	if err := CheckAddr(a); err != nil {
+		return dst, err
+	}
+	dst = binary.BigEndian.AppendUint16(dst, a.Port)
+	if a.IP.IsValid() {
 		ip := a.IP.Unmap()
 		if ip.Is4() {
 			b := ip.As4()
@@ -37,12 +49,7 @@ func AppendAddr(dst []byte, a netx.Addr) ([]byte, error) {
 		}
 		b := ip.As16()
 		return append(append(dst, AddrIPv6), b[:]...), nil
-	case a.Name == "":
-		return dst, errors.New("mux: address has no host")
-	case len(a.Name) > 255:
-		return dst, fmt.Errorf("mux: domain name of %d bytes is longer than 255", len(a.Name))
 	}
-	dst = binary.BigEndian.AppendUint16(dst, a.Port)
 	dst = append(dst, AddrDomain, byte(len(a.Name)))
 	return append(dst, a.Name...), nil
 }
@@ -77,7 +84,7 @@ func ParseAddr(b []byte) (netx.Addr, int, error) {
 	return parseAddr(b, nil)
 }
 
-func parseAddr(b []byte, names *nameCache) (netx.Addr, int, error) {
+func parseAddr(b []byte, names *wireaddr.Names) (netx.Addr, int, error) {
 	n, err := AddrLen(b)
 	if err != nil {
 		return netx.Addr{}, 0, err
@@ -92,54 +99,9 @@ func parseAddr(b []byte, names *nameCache) (netx.Addr, int, error) {
 	case AddrIPv6:
 		return netx.Addr{IP: netip.AddrFrom16([16]byte(b[3:19])).Unmap(), Port: port}, n, nil
 	}
-	raw := b[4:n]
-	for _, c := range raw {
-		if c <= ' ' || c >= 0x7f {
-			return netx.Addr{}, 0, fmt.Errorf("mux: domain name %q holds byte %#02x", raw, c)
-		}
-	}
-	if ip, ok := ipText(raw); ok {
-		return netx.Addr{IP: ip, Port: port}, n, nil
-	}
-	return netx.Addr{Name: names.intern(raw), Port: port}, n, nil
-}
-
-// ipText parses an IP literal written as a name. Only names made of hex
-// digits, dots and colons are tried, so other names cost no allocation.
-func ipText(raw []byte) (netip.Addr, bool) {
-	for _, c := range raw {
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '.', c == ':':
-		default:
-			return netip.Addr{}, false
-		}
-	}
-	ip, err := netip.ParseAddr(string(raw))
+	a, err := wireaddr.Host(b[4:n], port, names)
 	if err != nil {
-		return netip.Addr{}, false
+		return netx.Addr{}, 0, fmt.Errorf("mux: %w", err)
 	}
-	return ip.Unmap(), true
-}
-
-// nameCache holds the last names decoded, so that a frame naming one of them
-// reuses its string instead of allocating another.
-type nameCache struct {
-	names [4]string
-	next  uint8
-}
-
-// intern returns raw as a string; a nil cache always allocates.
-func (c *nameCache) intern(raw []byte) string {
-	if c == nil {
-		return string(raw)
-	}
-	for _, s := range c.names {
-		if s == string(raw) {
-			return s
-		}
-	}
-	s := string(raw)
-	c.names[c.next] = s
-	c.next = (c.next + 1) % uint8(len(c.names))
-	return s
+	return a, n, nil
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"switchyard/netx"
+	"switchyard/protocol/internal/wireaddr"
 )
 
 // Status is what a frame does to its session.
@@ -153,7 +154,7 @@ var ErrStatus = errors.New("unknown session status")
 // Parser decodes frames. It keeps the last names it decoded, so a peer named
 // again costs no allocation; one Parser serves one reader.
 type Parser struct {
-	names nameCache
+	names wireaddr.Names
 }
 
 // Parse decodes frame, exactly one frame as FrameLen sizes it. Data aliases

@@ -7,29 +7,37 @@ import (
 	"net/netip"
 
 	"switchyard/netx"
+	"switchyard/protocol/internal/wireaddr"
 )
 
-// maxAddrLen is the longest encoded address: ATYP, a length byte, a 255-byte
+// MaxAddrLen is the longest encoded address: ATYP, a length byte, a 255-byte
 // name and the port.
-const maxAddrLen = 1 + 1 + 255 + 2
+const MaxAddrLen = 1 + 1 + wireaddr.MaxNameLen + 2
 
 // MaxUDPHeaderLen is the longest SOCKS5 UDP header: RSV, FRAG and the
 // longest address. A buffer of MaxUDPHeaderLen plus the payload's length
 // holds any datagram AppendUDP encodes.
-const MaxUDPHeaderLen = 3 + maxAddrLen
+const MaxUDPHeaderLen = 3 + MaxAddrLen
 
 // CheckAddr reports whether a can be written in a request, a reply or a UDP
 // header: an IP, or a name of 1 to 255 bytes.
 func CheckAddr(a netx.Addr) error {
-	switch {
-	case a.IP.IsValid():
-		return nil
-	case a.Name == "":
-		return fmt.Errorf("socks5: address has no host")
-	case len(a.Name) > 255:
-		return fmt.Errorf("socks5: domain name of %d bytes is longer than 255", len(a.Name))
+	if err := wireaddr.Check(a); err != nil {
+		return fmt.Errorf("socks5: %w", err)
 	}
 	return nil
+}
+
+// AppendAddr appends ATYP, the address and the port: the address format of
+// SOCKS5 requests, replies and UDP headers, which other protocols (Trojan,
+// Shadowsocks) carry too. An address CheckAddr refuses appends nothing and
+// returns its error.
+func AppendAddr(dst []byte, a netx.Addr) ([]byte, error) {
+	if err := CheckAddr(a); err != nil {
+		return dst, err
+	}
+	out, _ := appendAddr(dst, a)
+	return out, nil
 }
 
 // appendAddr appends ATYP, the address and the port. An address with no host
@@ -49,7 +57,7 @@ func appendAddr(dst []byte, a netx.Addr) (out []byte, ok bool) {
 			dst = append(dst, b[:]...)
 		}
 	case a.Name != "":
-		if len(a.Name) > 255 {
+		if len(a.Name) > wireaddr.MaxNameLen {
 			return dst, false
 		}
 		dst = append(dst, AtypDomain, byte(len(a.Name)))
@@ -60,10 +68,11 @@ func appendAddr(dst []byte, a netx.Addr) (out []byte, ok bool) {
 	return binary.BigEndian.AppendUint16(dst, a.Port), true
 }
 
-// addrLen returns how many bytes the address starting with atyp at b[0]
-// takes (ATYP and port included), or 0 with an error for an unknown type,
-// or need > len(b) when b is too short to tell.
-func addrLen(b []byte) (need int, err error) {
+// AddrLen returns how many bytes the address at the start of b takes (ATYP
+// and port included). When b is too short to tell, the result is larger
+// than len(b): read at least that many bytes and ask again. An unknown
+// address type is an error that matches ErrAddressTypeNotSupported.
+func AddrLen(b []byte) (int, error) {
 	if len(b) < 1 {
 		return 1, nil
 	}
@@ -84,10 +93,30 @@ func addrLen(b []byte) (need int, err error) {
 	return 0, fmt.Errorf("%w: %#02x", ErrAddressTypeNotSupported, b[0])
 }
 
+// AddrParser decodes addresses and remembers the last few names it returned,
+// so that addresses naming the same peers again allocate nothing. The zero
+// value is ready; it is not safe for concurrent use.
+type AddrParser struct {
+	names wireaddr.Names
+}
+
+// Parse decodes the address that is exactly b, as AddrLen sizes it. A name
+// that is an IP in text is returned as that IP.
+func (p *AddrParser) Parse(b []byte) (netx.Addr, error) {
+	n, err := AddrLen(b)
+	if err != nil {
+		return netx.Addr{}, err
+	}
+	if n != len(b) {
+		return netx.Addr{}, fmt.Errorf("socks5: address of %d bytes given %d", n, len(b))
+	}
+	return parseAddr(b, &p.names)
+}
+
 // parseAddr decodes an address whose encoding is exactly b (as sized by
-// addrLen). names, when not nil, supplies a string equal to a name already
+// AddrLen). names, when not nil, supplies a string equal to a name already
 // seen so that no new one is allocated.
-func parseAddr(b []byte, names *nameCache) (netx.Addr, error) {
+func parseAddr(b []byte, names *wireaddr.Names) (netx.Addr, error) {
 	port := binary.BigEndian.Uint16(b[len(b)-2:])
 	switch b[0] {
 	case AtypIPv4:
@@ -96,58 +125,21 @@ func parseAddr(b []byte, names *nameCache) (netx.Addr, error) {
 		ip := netip.AddrFrom16([16]byte(b[1:17])).Unmap()
 		return netx.Addr{IP: ip, Port: port}, nil
 	}
-	raw := b[2 : len(b)-2]
-	if err := checkName(raw); err != nil {
-		return netx.Addr{}, err
-	}
-	if ip, ok := parseIPText(raw); ok {
-		// Clients that leave resolution to the server may still name an
-		// IP in text; routing wants it as an IP.
-		return netx.Addr{IP: ip, Port: port}, nil
-	}
-	var name string
-	if names != nil {
-		name = names.intern(raw)
-	} else {
-		name = string(raw)
-	}
-	return netx.Addr{Name: name, Port: port}, nil
-}
-
-// checkName refuses names no resolver could use: control bytes, spaces and
-// bytes outside ASCII (international names travel in punycode).
-func checkName(raw []byte) error {
-	for _, c := range raw {
-		if c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("socks5: domain name %q holds byte %#02x", raw, c)
-		}
-	}
-	return nil
-}
-
-// parseIPText parses an IP literal written as a name. Only names made of hex
-// digits, dots and colons are tried, so other names cost no allocation.
-func parseIPText(raw []byte) (netip.Addr, bool) {
-	for _, c := range raw {
-		switch {
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '.', c == ':':
-		default:
-			return netip.Addr{}, false
-		}
-	}
-	ip, err := netip.ParseAddr(string(raw))
+	// Clients that leave resolution to the server may still name an IP in
+	// text; Host returns it as an IP.
+	a, err := wireaddr.Host(b[2:len(b)-2], port, names)
 	if err != nil {
-		return netip.Addr{}, false
+		return netx.Addr{}, fmt.Errorf("socks5: %w", err)
 	}
-	return ip.Unmap(), true
+	return a, nil
 }
 
 // readAddr reads ATYP, the address and the port from r.
 func readAddr(r io.Reader) (netx.Addr, error) {
-	var buf [maxAddrLen]byte
+	var buf [MaxAddrLen]byte
 	have := 0
 	for {
-		need, err := addrLen(buf[:have])
+		need, err := AddrLen(buf[:have])
 		if err != nil {
 			return netx.Addr{}, err
 		}

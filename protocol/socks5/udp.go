@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"switchyard/netx"
+	"switchyard/protocol/internal/wireaddr"
 )
 
 // ParseUDP decodes a SOCKS5 UDP datagram (RSV FRAG ATYP DST.ADDR DST.PORT
@@ -19,15 +20,15 @@ func ParseUDP(b []byte) (dst netx.Addr, payload []byte, err error) {
 // allocates nothing. The zero value is ready; it is not safe for concurrent
 // use.
 type UDPParser struct {
-	names nameCache
+	addr AddrParser
 }
 
 // Parse is ParseUDP with the parser's name cache.
 func (p *UDPParser) Parse(b []byte) (dst netx.Addr, payload []byte, err error) {
-	return parseUDP(b, &p.names)
+	return parseUDP(b, &p.addr.names)
 }
 
-func parseUDP(b []byte, names *nameCache) (netx.Addr, []byte, error) {
+func parseUDP(b []byte, names *wireaddr.Names) (netx.Addr, []byte, error) {
 	if len(b) < 4 {
 		return netx.Addr{}, nil, fmt.Errorf("socks5: datagram of %d bytes is shorter than a header", len(b))
 	}
@@ -38,7 +39,7 @@ func parseUDP(b []byte, names *nameCache) (netx.Addr, []byte, error) {
 		return netx.Addr{}, nil, fmt.Errorf("%w: FRAG %d", ErrFragmented, b[2])
 	}
 	b = b[3:]
-	n, err := addrLen(b)
+	n, err := AddrLen(b)
 	if err != nil {
 		return netx.Addr{}, nil, err
 	}
@@ -63,23 +64,4 @@ func AppendUDP(dst []byte, from netx.Addr, payload []byte) []byte {
 		return dst
 	}
 	return append(out, payload...)
-}
-
-// nameCache holds the last few names decoded, so that a datagram naming one
-// of them reuses its string.
-type nameCache struct {
-	names [4]string
-	next  uint8
-}
-
-func (c *nameCache) intern(raw []byte) string {
-	for _, s := range c.names {
-		if s == string(raw) {
-			return s
-		}
-	}
-	s := string(raw)
-	c.names[c.next] = s
-	c.next = (c.next + 1) % uint8(len(c.names))
-	return s
 }

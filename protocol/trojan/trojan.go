@@ -2,9 +2,10 @@
 // encodes its UDP packets. It holds bytes only: no sockets, no goroutines.
 //
 // A request is the password key (hex SHA-224 of the password), CRLF, a
-// command, a SOCKS5-style address and CRLF. A CONNECT stream then carries
-// the flow's bytes unchanged; a UDP ASSOCIATE stream carries packets, each
-// an address, a two-byte length, CRLF and the payload, both ways.
+// command, a SOCKS5 address (package socks5 encodes and decodes it) and
+// CRLF. A CONNECT stream then carries the flow's bytes unchanged; a UDP
+// ASSOCIATE stream carries packets, each an address, a two-byte length, CRLF
+// and the payload, both ways.
 package trojan
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 
 	"switchyard/netx"
+	"switchyard/protocol/socks5"
 )
 
 // Commands of a request.
@@ -37,7 +39,7 @@ func NewKey(password string) Key {
 
 // RequestHeaderMax is the longest request header: the key, CRLF, the
 // command, the longest address and CRLF.
-const RequestHeaderMax = KeyLen + 2 + 1 + MaxAddrLen + 2
+const RequestHeaderMax = KeyLen + 2 + 1 + socks5.MaxAddrLen + 2
 
 // AppendRequest appends the request header for cmd toward to. A UDP
 // ASSOCIATE names a placeholder (0.0.0.0:0): its packets name their peers.
@@ -48,7 +50,7 @@ func AppendRequest(dst []byte, k *Key, cmd byte, to netx.Addr) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, k[:]...)
 	dst = append(dst, '\r', '\n', cmd)
-	dst, err := AppendAddr(dst, to)
+	dst, err := socks5.AppendAddr(dst, to)
 	if err != nil {
 		return dst[:start], err
 	}

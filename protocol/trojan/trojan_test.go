@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"switchyard/netx"
+	"switchyard/protocol/socks5"
 )
 
 func TestNewKey(t *testing.T) {
@@ -111,7 +112,7 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 	raw, _ := hex.DecodeString("0201020304003500000d0a")
-	if _, err := PacketLen(raw); !errors.Is(err, ErrAddrType) {
+	if _, err := PacketLen(raw); !errors.Is(err, socks5.ErrAddressTypeNotSupported) {
 		t.Fatalf("address type: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ type Decoder struct {
 	bodyLen int
 	padLen  int
 
-	// A stream in clear chunks (security none, TCP) needs no chunk whole:
+	// A stream in clear chunks (security none, TCP or Mux) needs no chunk whole:
 	// its payload is handed out as it arrives. left is what remains of the
 	// current chunk.
 	clearStream bool
@@ -41,7 +41,7 @@ type Decoder struct {
 // NewDecoder returns the decoder of the response.
 func (s *Session) NewDecoder() *Decoder {
 	d := &Decoder{s: s, c: newChunkCrypto(s, s.respKey, s.respIV)}
-	d.clearStream = d.c.aead == nil && !d.c.pad && s.req.Command == CommandTCP
+	d.clearStream = d.c.aead == nil && !d.c.pad && s.req.Command != CommandUDP
 	return d
 }
 

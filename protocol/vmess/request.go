@@ -11,13 +11,7 @@ import (
 	"time"
 
 	"switchyard/netx"
-)
-
-// Address types of the request header.
-const (
-	atypIPv4   = 0x01
-	atypDomain = 0x02
-	atypIPv6   = 0x03
+	"switchyard/protocol/mux"
 )
 
 // Request is what one flow asks of the server.
@@ -29,7 +23,7 @@ type Request struct {
 	// securities never pad: Xray's server reads their stream chunks unpadded.
 	GlobalPadding bool
 	// Dst is the destination: of the stream, or of every datagram of a UDP
-	// link.
+	// link. A Mux request names none: Mux.Cool carries its own.
 	Dst netx.Addr
 }
 
@@ -51,11 +45,14 @@ type Session struct {
 // tests), which also supplies the header's padding and the chunks' padding
 // bytes.
 func NewSession(req Request, rnd io.Reader) (*Session, error) {
-	if req.Command != CommandTCP && req.Command != CommandUDP {
+	switch req.Command {
+	case CommandTCP, CommandUDP:
+		if err := mux.CheckAddr(req.Dst); err != nil {
+			return nil, fmt.Errorf("vmess: %w", err)
+		}
+	case CommandMux:
+	default:
 		return nil, fmt.Errorf("vmess: unknown command %d", req.Command)
-	}
-	if err := checkAddr(req.Dst); err != nil {
-		return nil, err
 	}
 	s := &Session{req: req, rand: rnd}
 	switch req.Security {
@@ -98,18 +95,6 @@ func (s *Session) Options() Option { return s.opt }
 // zero stream).
 func (s *Session) Framed() bool { return s.opt&OptionChunkStream != 0 }
 
-func checkAddr(a netx.Addr) error {
-	switch {
-	case a.IP.IsValid():
-		return nil
-	case a.Name == "":
-		return fmt.Errorf("vmess: destination has no host")
-	case len(a.Name) > 255:
-		return fmt.Errorf("vmess: domain name of %d bytes is longer than 255", len(a.Name))
-	}
-	return nil
-}
-
 // AppendRequest appends the sealed request header to dst: the auth id, the
 // header's sealed length, the connection nonce and the sealed header.
 func (s *Session) AppendRequest(dst []byte, id *ID, now time.Time) ([]byte, error) {
@@ -125,8 +110,9 @@ func (s *Session) AppendRequest(dst []byte, id *ID, now time.Time) ([]byte, erro
 	}
 	padLen := int(pad[0] % 16)
 	p = append(p, byte(padLen<<4)|byte(s.wire), 0, byte(s.req.Command))
-	p = binary.BigEndian.AppendUint16(p, s.req.Dst.Port)
-	p = appendAddr(p, s.req.Dst)
+	if s.req.Command != CommandMux {
+		p, _ = mux.AppendAddr(p, s.req.Dst) // NewSession checked it
+	}
 	if _, err := io.ReadFull(s.rand, pad[:padLen]); err != nil {
 		return nil, fmt.Errorf("vmess: drawing the header padding: %w", err)
 	}
@@ -156,21 +142,6 @@ func (s *Session) AppendRequest(dst []byte, id *ID, now time.Time) ([]byte, erro
 	dst = append(dst, nonce[:]...)
 	dst = newGCM(hdrKey).Seal(dst, hdrNonce[:], p, authID[:])
 	return dst, nil
-}
-
-// appendAddr appends the address type and the address (the port comes
-// before them). checkAddr has accepted a.
-func appendAddr(p []byte, a netx.Addr) []byte {
-	switch {
-	case a.IP.Is4():
-		v4 := a.IP.As4()
-		return append(append(p, atypIPv4), v4[:]...)
-	case a.IP.IsValid():
-		v6 := a.IP.As16()
-		return append(append(p, atypIPv6), v6[:]...)
-	}
-	p = append(p, atypDomain, byte(len(a.Name)))
-	return append(p, a.Name...)
 }
 
 func newGCM(key [16]byte) cipher.AEAD {

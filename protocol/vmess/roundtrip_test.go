@@ -70,10 +70,13 @@ func TestRequestHeaderRoundTrip(t *testing.T) {
 		{Name: string(bytes.Repeat([]byte("a"), 255)), Port: 65535},
 	}
 	for _, sec := range securities {
-		for _, cmd := range []vmess.Command{vmess.CommandTCP, vmess.CommandUDP} {
+		for _, cmd := range []vmess.Command{vmess.CommandTCP, vmess.CommandUDP, vmess.CommandMux} {
 			for _, padding := range []bool{true, false} {
 				for _, dst := range dsts {
 					_, hdr := newSession(t, vmess.Request{Command: cmd, Security: sec, GlobalPadding: padding, Dst: dst})
+					if cmd == vmess.CommandMux {
+						dst = netx.Addr{} // a Mux request names no destination
+					}
 					r := bytes.NewReader(hdr)
 					req, err := vmesstest.ReadRequest(r, testUUID)
 					if err != nil {
@@ -115,7 +118,7 @@ func randomBytes(n int) []byte {
 
 func TestRequestBodyRoundTrip(t *testing.T) {
 	for _, sec := range securities {
-		for _, cmd := range []vmess.Command{vmess.CommandTCP, vmess.CommandUDP} {
+		for _, cmd := range []vmess.Command{vmess.CommandTCP, vmess.CommandUDP, vmess.CommandMux} {
 			s, hdr := newSession(t, vmess.Request{Command: cmd, Security: sec, GlobalPadding: true, Dst: netx.DomainAddr("example.com", 80)})
 			e := s.NewEncoder()
 			wire := hdr

@@ -19,6 +19,10 @@ type Command byte
 const (
 	CommandTCP Command = 0x01
 	CommandUDP Command = 0x02
+	// CommandMux opens a Mux.Cool stream (the destination v1.mux.cool of
+	// Xray's client): its request names no destination, and its body is a
+	// stream, as a TCP one is.
+	CommandMux Command = 0x03
 )
 
 // Option is the request header's option bitmask.

@@ -24,6 +24,12 @@ import (
 //	xray      zero                (never pads)    yes        yes
 //	sing-box  the same rows as xray
 //
+//	peer      security  packet_encoding  TCP 1 MiB  UDP (2 peers: XUDP over Mux.Cool)
+//	xray      auto      xudp             yes        yes
+//	xray      none      xudp             yes        yes
+//	xray      zero      xudp             yes        yes
+//	sing-box  the same rows as xray
+//
 // Every case also half-closes after an exchange: the flow must then end
 // cleanly and promptly. The client ends its body with the end chunk and a
 // FIN. Neither peer carries a half-close through to a destination that
@@ -51,6 +57,20 @@ func vmessPeerConfig(peer string, port int) string {
 "outbounds":[{"type":"direct"}]}`, port, vmessUUID)
 }
 
+// vmessOutbound is switchyard's vmess outbound toward the peer on port.
+func vmessOutbound(port int, security string, padding bool, packetEncoding string) string {
+	return fmt.Sprintf(`
+[[outbounds]]
+tag = "vmess"
+type = "vmess"
+server = "127.0.0.1:%d"
+uuid = %q
+security = %q
+global_padding = %v
+packet_encoding = %q
+`, port, vmessUUID, security, padding, packetEncoding)
+}
+
 func TestVMessInterop(t *testing.T) {
 	cases := []struct {
 		security string
@@ -69,18 +89,28 @@ func TestVMessInterop(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s/padding=%v", peer, tc.security, tc.padding), func(t *testing.T) {
 				port := freePort(t)
 				startPeer(t, peer, vmessPeerConfig(peer, port), port)
-				proxy := startSwitchyard(t, fmt.Sprintf(`
-[[outbounds]]
-tag = "vmess"
-type = "vmess"
-server = "127.0.0.1:%d"
-uuid = %q
-security = %q
-global_padding = %v
-`, port, vmessUUID, tc.security, tc.padding), "vmess")
+				proxy := startSwitchyard(t, vmessOutbound(port, tc.security, tc.padding, ""), "vmess")
 				checkTCP(t, proxy)
 				vmessCheckHalfClose(t, proxy)
 				checkUDP(t, proxy, 1)
+			})
+		}
+	}
+}
+
+// With packet_encoding "xudp" a UDP link is one Mux.Cool stream (the VMess
+// Mux command) carrying XUDP, whose packets each name their own peer: one
+// link reaches two peers. A clear ("none") Mux stream is read as a stream,
+// and a "zero" one is unframed.
+func TestVMessXUDPInterop(t *testing.T) {
+	for _, peer := range []string{"xray", "sing-box"} {
+		for _, security := range []string{"auto", "none", "zero"} {
+			t.Run(peer+"/"+security, func(t *testing.T) {
+				port := freePort(t)
+				startPeer(t, peer, vmessPeerConfig(peer, port), port)
+				proxy := startSwitchyard(t, vmessOutbound(port, security, true, "xudp"), "vmess")
+				checkTCP(t, proxy)
+				checkUDP(t, proxy, 2)
 			})
 		}
 	}

@@ -114,7 +114,7 @@ func ReadRequest(r io.Reader, uuid [16]byte) (*Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
-	if len(h) < 38+2+1+4 {
+	if len(h) < 38+4 {
 		return nil, errors.New("header too short")
 	}
 	sum := fnv.New32a()
@@ -126,8 +126,26 @@ func ReadRequest(r io.Reader, uuid [16]byte) (*Request, error) {
 	req.AuthTime = time.Unix(int64(binary.BigEndian.Uint64(plainID[:8])), 0)
 	copy(req.ReqIV[:], h[1:17])
 	copy(req.ReqKey[:], h[17:33])
-	port := binary.BigEndian.Uint16(h[38:40])
-	rest := h[40 : len(h)-4]
+	rest := h[38 : len(h)-4]
+	if req.Command != 3 { // the Mux command names no destination
+		if rest, err = readDst(req, rest); err != nil {
+			return nil, err
+		}
+	}
+	if len(rest) != req.Padding {
+		return nil, fmt.Errorf("%d bytes of padding, header says %d", len(rest), req.Padding)
+	}
+	return req, nil
+}
+
+// readDst reads the port-first destination at the start of rest into req
+// and returns what follows it.
+func readDst(req *Request, rest []byte) ([]byte, error) {
+	if len(rest) < 3 {
+		return nil, errors.New("short destination")
+	}
+	port := binary.BigEndian.Uint16(rest)
+	rest = rest[2:]
 	switch rest[0] {
 	case 1:
 		if len(rest) < 5 {
@@ -150,10 +168,7 @@ func ReadRequest(r io.Reader, uuid [16]byte) (*Request, error) {
 	default:
 		return nil, fmt.Errorf("address type %d", rest[0])
 	}
-	if len(rest) != req.Padding {
-		return nil, fmt.Errorf("%d bytes of padding, header says %d", len(rest), req.Padding)
-	}
-	return req, nil
+	return rest, nil
 }
 
 // Body reads or writes one direction's chunks.

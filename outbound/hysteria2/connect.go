@@ -1,0 +1,157 @@
+package hysteria2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apernet/hysteria/core/v2/client"
+	coreerrs "github.com/apernet/hysteria/core/v2/errors"
+	"github.com/apernet/hysteria/extras/v2/obfs"
+	"github.com/apernet/quic-go"
+
+	"switchyard/netx"
+)
+
+// conn is one authenticated connection to the server.
+type conn struct {
+	client client.Client
+	udp    bool   // the server relays UDP
+	tx     uint64 // the send rate Brutal runs at, bytes/s; 0 = BBR
+	// sentinel is a UDP session that never sends: it ends exactly when the
+	// connection does, which is how the slot learns of a death. nil when the
+	// server relays no UDP; a death is then found by the next flow.
+	sentinel    client.HyUDPConn
+	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
+
+	// dead is set once the connection is found ended; upAt and diedAt are
+	// guarded by the slot's mu.
+	dead         atomic.Bool
+	upAt, diedAt time.Time
+
+	closeOnce sync.Once
+}
+
+// close ends the connection and every flow on it; it closes the socket.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		if c.sentinel != nil {
+			c.sentinel.Close()
+		}
+		c.client.Close()
+	})
+}
+
+// connect brings a connection up: the CA bundle is read, the server
+// resolved under the address family, and each address tried in order, each
+// on a socket of its own.
+func (o *Outbound) connect(ctx context.Context) (*conn, error) {
+	tlsConfig, err := o.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := netx.Resolve(ctx, o.server, o.strategy, o.resolver)
+	switch {
+	case errors.Is(err, netx.ErrNotResolved), errors.Is(err, netx.ErrNoUsableAddress):
+		return nil, errNoUsableAddress
+	case err != nil:
+		return nil, fmt.Errorf("hysteria2: resolving %s: %w", o.server.Host(), err)
+	}
+	var fails []attemptError
+	for _, a := range addrs {
+		c, err := o.connectTo(ctx, a, tlsConfig)
+		if err == nil {
+			return c, nil
+		}
+		fails = append(fails, attemptError{addr: a, err: err})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, &noAnswerError{attempts: fails}
+}
+
+// connectTo runs the QUIC handshake and the authentication with one address
+// of the server, on a UDP socket opened under the socket policy (wrapped
+// with Salamander when obfs is set). The attempt is bounded by the connect
+// timeout and by ctx: either closes its socket, which ends it.
+func (o *Outbound) connectTo(ctx context.Context, to netip.AddrPort, tlsConfig client.TLSConfig) (*conn, error) {
+	sock, err := o.sockets.ListenUDP(ctx, netx.FamilyOf(to.Addr()))
+	if err != nil {
+		return nil, err
+	}
+	var pc net.PacketConn = sock
+	if o.obfs != nil {
+		if pc, err = obfs.WrapPacketConnSalamander(sock, o.obfs); err != nil {
+			sock.Close()
+			return nil, err
+		}
+	}
+	timer := time.AfterFunc(o.attemptTimeout, func() { pc.Close() })
+	stop := context.AfterFunc(ctx, func() { pc.Close() })
+	cl, info, err := client.NewClient(&client.Config{
+		ConnFactory:     socketFactory{pc},
+		ServerAddr:      net.UDPAddrFromAddrPort(to),
+		Auth:            o.password,
+		TLSConfig:       tlsConfig,
+		BandwidthConfig: o.bandwidth,
+		// The stream's answer is read by DialStream itself, bounded by the
+		// flow's context.
+		FastOpen: true,
+	})
+	timerStopped, ctxStopped := timer.Stop(), stop()
+	switch {
+	case !ctxStopped:
+		err = context.Cause(ctx)
+	case !timerStopped:
+		err = &timeoutError{o.attemptTimeout}
+	}
+	if err != nil {
+		if cl != nil {
+			cl.Close()
+		}
+		pc.Close()
+		return nil, err
+	}
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx}
+	if info.UDPEnabled {
+		if s, err := cl.UDP(); err == nil {
+			c.sentinel = s
+		}
+	}
+	return c, nil
+}
+
+// socketFactory hands the client the socket prepared for its attempt.
+type socketFactory struct{ pc net.PacketConn }
+
+func (f socketFactory) New(net.Addr) (net.PacketConn, error) { return f.pc, nil }
+
+// timeoutError is an attempt that got no answer within the connect timeout.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string   { return fmt.Sprintf("no answer within %s", e.d) }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+
+// connectionGone reports whether err says the QUIC connection itself ended
+// (as opposed to one stream or one request failing).
+func connectionGone(err error) bool {
+	var (
+		closed    coreerrs.ClosedError
+		app       *quic.ApplicationError
+		transport *quic.TransportError
+		idle      *quic.IdleTimeoutError
+		reset     *quic.StatelessResetError
+	)
+	if errors.As(err, &closed) && closed.Err == nil {
+		return true
+	}
+	return errors.As(err, &app) || errors.As(err, &transport) || errors.As(err, &idle) ||
+		errors.As(err, &reset) || errors.Is(err, quic.ErrTransportClosed)
+}

@@ -1,0 +1,236 @@
+// Package hysteria2 is the Hysteria 2 outbound. It keeps one authenticated
+// QUIC connection per outbound version in a slot every flow shares, brought
+// up by the first flow and brought back after it dies; a TCP flow is a
+// stream on it, a UDP flow a session over its QUIC datagrams in which every
+// packet names its own peer. The protocol itself is the protocol authors'
+// client (core/v2) and Salamander (extras/v2); this package owns the slot,
+// resolution, the socket policy, errors, logs and the datagram links.
+package hysteria2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/apernet/hysteria/core/v2/client"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/spec"
+)
+
+// bytesPerMbps turns a rate in Mbps into the bytes per second core/v2's
+// bandwidth configuration takes.
+const bytesPerMbps = 1_000_000 / 8
+
+// saltMinLen is the shortest Salamander password.
+const saltMinLen = 4
+
+// Outbound is a Hysteria 2 outbound.
+type Outbound struct {
+	server         netx.Addr
+	strategy       netx.Strategy
+	resolver       netx.Resolver
+	sockets        *netx.Dialer
+	password       string
+	obfs           []byte // Salamander password; nil = no obfuscation
+	serverName     string
+	insecure       bool
+	caFile         string
+	bandwidth      client.BandwidthConfig
+	attemptTimeout time.Duration // one address's QUIC handshake and authentication
+	log            *slog.Logger
+
+	slot      *slot
+	udpWarned atomic.Bool // the UDP refusal was logged for this outbound version
+}
+
+var _ outbound.Outbound = (*Outbound)(nil)
+
+// New builds a Hysteria 2 outbound from a validated spec. It opens nothing
+// and reads no file: the first flow brings the connection up.
+func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
+	return newOutbound(o, deps, systemClock{})
+}
+
+func newOutbound(o spec.Outbound, deps outbound.Deps, clk clock) (*Outbound, error) {
+	if deps.Dialer == nil {
+		return nil, errors.New("hysteria2: no dialer")
+	}
+	server, err := netx.ParseAddr(o.Server)
+	if err != nil {
+		return nil, fmt.Errorf("hysteria2: server: %w", err)
+	}
+	strategy, err := netx.ParseStrategy(o.AddressFamily)
+	if err != nil {
+		return nil, fmt.Errorf("hysteria2: %w", err)
+	}
+	if o.UpMbps < 0 || o.DownMbps < 0 {
+		return nil, fmt.Errorf("hysteria2: up_mbps and down_mbps must not be negative (got %d and %d)", o.UpMbps, o.DownMbps)
+	}
+	out := &Outbound{
+		server:         server,
+		strategy:       strategy,
+		resolver:       deps.Servers,
+		sockets:        deps.Dialer,
+		password:       o.Password,
+		serverName:     server.Host(),
+		attemptTimeout: deps.ConnectTimeout,
+		log:            deps.Logger,
+		bandwidth: client.BandwidthConfig{
+			MaxTx: uint64(o.UpMbps) * bytesPerMbps,
+			MaxRx: uint64(o.DownMbps) * bytesPerMbps,
+		},
+	}
+	if o.Obfs != nil {
+		if o.Obfs.Type != "salamander" {
+			return nil, fmt.Errorf("hysteria2: unknown obfs type %q (expected salamander)", o.Obfs.Type)
+		}
+		if len(o.Obfs.Password) < saltMinLen {
+			return nil, fmt.Errorf("hysteria2: the salamander password must be at least %d bytes", saltMinLen)
+		}
+		out.obfs = []byte(o.Obfs.Password)
+	}
+	if t := o.TLS; t != nil {
+		if len(t.ALPN) > 0 && !slices.Equal(t.ALPN, []string{"h3"}) {
+			return nil, fmt.Errorf("hysteria2: tls alpn must be [\"h3\"]: Hysteria 2 runs over HTTP/3 (got %q)", t.ALPN)
+		}
+		if t.Fingerprint != "" {
+			return nil, errors.New("hysteria2: tls fingerprint does not apply: the QUIC handshake has its own ClientHello")
+		}
+		if t.ServerName != "" {
+			out.serverName = t.ServerName
+		}
+		out.insecure, out.caFile = t.Insecure, t.CAFile
+	}
+	if out.resolver == nil {
+		out.resolver = netx.SystemResolver{}
+	}
+	if out.attemptTimeout <= 0 {
+		out.attemptTimeout = netx.DefaultConnectTimeout
+	}
+	if out.log == nil {
+		out.log = slog.New(slog.DiscardHandler)
+	}
+	out.slot = newSlot(out.connect, clk, out.log)
+	return out, nil
+}
+
+// Close ends the outbound: a connect in flight is abandoned, and the
+// connection is closed with every stream and datagram link on it. Dials
+// after Close fail. It waits for the outbound's goroutines.
+func (o *Outbound) Close() error {
+	o.slot.close()
+	return nil
+}
+
+// DialStream opens a stream to the flow's destination on the connection and
+// returns once the server has answered that it reached the destination. A
+// connection found dead is replaced once.
+func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	for try := 0; ; try++ {
+		c, err := o.slot.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := c.client.TCP(f.Dst.String())
+		if err != nil {
+			if connectionGone(err) {
+				o.slot.lost(c)
+				if try == 0 {
+					continue
+				}
+			}
+			return nil, fmt.Errorf("hysteria2: opening a stream to %s: %w", f.Dst, err)
+		}
+		// With the request written, the first read takes the server's answer.
+		err = within(ctx, s, func() error {
+			_, err := s.Read(nil)
+			return err
+		})
+		if err != nil {
+			s.Close()
+			if connectionGone(err) {
+				o.slot.lost(c)
+			}
+			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, err)
+		}
+		return s, nil
+	}
+}
+
+// DialPacket opens a UDP session on the connection. Every packet on it names
+// its peer, so one link serves all the peers of an association. A server
+// that relays no UDP, or offered no QUIC datagrams, is refused (and the
+// refusal logged once per outbound).
+func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	for try := 0; ; try++ {
+		c, err := o.slot.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !c.udp {
+			o.refuseUDP(errNoRelay)
+			return nil, errNoRelay
+		}
+		if c.noDatagrams.Load() {
+			o.refuseUDP(errNoDatagrams)
+			return nil, errNoDatagrams
+		}
+		u, err := c.client.UDP()
+		if err != nil {
+			if connectionGone(err) {
+				o.slot.lost(c)
+				if try == 0 {
+					continue
+				}
+			}
+			return nil, fmt.Errorf("hysteria2: opening a UDP session: %w", err)
+		}
+		return newPacketLink(u, c, o), nil
+	}
+}
+
+// refuseUDP logs why UDP goes nowhere, once per outbound version.
+func (o *Outbound) refuseUDP(err error) {
+	if o.udpWarned.CompareAndSwap(false, true) {
+		o.log.Warn(fmt.Sprintf("%v; datagrams routed to this outbound are dropped", err))
+	}
+}
+
+// longAgo is a deadline already past: setting it wakes blocked I/O.
+var longAgo = time.Unix(1, 0)
+
+// within runs a handshake step on c bound to ctx: c carries ctx's deadline
+// while fn runs and an already-past one as soon as ctx is cancelled; the
+// deadline is cleared afterwards. When ctx ended before fn finished, its
+// cause is the error.
+func within(ctx context.Context, c net.Conn, fn func() error) error {
+	if d, ok := ctx.Deadline(); ok {
+		c.SetDeadline(d)
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.SetDeadline(longAgo)
+		close(fired)
+	})
+	err := fn()
+	if !stop() {
+		<-fired
+		if err == nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+	}
+	c.SetDeadline(time.Time{})
+	if d, ok := ctx.Deadline(); ok && err != nil && !time.Now().Before(d) {
+		// The conn's copy of the deadline fired before ctx's own timer.
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+	}
+	return err
+}

@@ -1,0 +1,101 @@
+package hysteria2
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/apernet/hysteria/core/v2/client"
+
+	"switchyard/netx"
+)
+
+// packetLink is a UDP session on the connection: each packet carries its
+// peer's address, and core/v2 fragments and reassembles what exceeds one
+// QUIC datagram. WritePacket is called from one goroutine, ReadPacket from
+// another, Close from any.
+type packetLink struct {
+	udp    client.HyUDPConn
+	conn   *conn
+	out    *Outbound
+	closed atomic.Bool
+	gone   atomic.Bool // the session ended with its connection
+	names  authorities // WritePacket's own
+}
+
+var _ netx.PacketLink = (*packetLink)(nil)
+
+func newPacketLink(u client.HyUDPConn, c *conn, o *Outbound) *packetLink {
+	return &packetLink{udp: u, conn: c, out: o}
+}
+
+// WritePacket sends p to its peer. A message that does not fit the
+// session's send buffer fails without being sent.
+func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
+	if l.closed.Load() {
+		return net.ErrClosed
+	}
+	if l.gone.Load() || l.conn.dead.Load() {
+		// quic-go drops a datagram sent on a closed connection silently.
+		return errGone
+	}
+	addr := l.names.format(to)
+	if udpHeaderSize(addr)+len(p) > maxUDPSize {
+		return errDatagramTooLarge
+	}
+	err := l.udp.Send(p, addr)
+	switch {
+	case err == nil:
+		return nil
+	case noDatagramSupport(err):
+		l.conn.noDatagrams.Store(true)
+		l.out.refuseUDP(errNoDatagrams)
+		return errNoDatagrams
+	case connectionGone(err):
+		l.out.slot.lost(l.conn)
+		return errGone
+	}
+	return fmt.Errorf("hysteria2: sending to %s: %w", to, err)
+}
+
+// ReadPacket returns the next reply with the peer it came from. A reply
+// whose source does not parse, or has port 0, is skipped. Once the
+// connection is gone the link fails for good.
+func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
+	for {
+		data, addr, err := l.udp.Receive()
+		if err != nil {
+			if l.closed.Load() {
+				return 0, netx.Addr{}, net.ErrClosed
+			}
+			// Only the connection's end closes a session this link did not.
+			l.gone.Store(true)
+			l.out.slot.lost(l.conn)
+			return 0, netx.Addr{}, errGone
+		}
+		from, ok := parseAuthority(addr)
+		if !ok {
+			continue
+		}
+		if len(data) > len(p) {
+			return 0, from, errFrameTooLarge
+		}
+		return copy(p, data), from, nil
+	}
+}
+
+// Close ends the session; a pending ReadPacket returns net.ErrClosed. The
+// connection stays up for the other flows.
+func (l *packetLink) Close() error {
+	if l.closed.CompareAndSwap(false, true) {
+		return l.udp.Close()
+	}
+	return nil
+}
+
+// noDatagramSupport reports the refusal quic-go gives a datagram sent on a
+// connection whose peer did not advertise QUIC datagrams. quic-go has no
+// sentinel for it; the text is its own, from the pinned version.
+func noDatagramSupport(err error) bool {
+	return err != nil && err.Error() == "datagram support disabled"
+}

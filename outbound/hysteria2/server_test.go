@@ -1,0 +1,327 @@
+package hysteria2
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apernet/hysteria/core/v2/server"
+	"github.com/apernet/hysteria/extras/v2/obfs"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/spec"
+)
+
+const (
+	testHost     = "hy2.test"
+	testPassword = "hy2-secret"
+)
+
+// testCert is a self-signed certificate for testHost, written as a PEM file
+// that a client takes as its ca_file.
+type testCert struct {
+	cert   tls.Certificate
+	caFile string
+}
+
+func newTestCert(t *testing.T) testCert {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: testHost},
+		DNSNames:              []string{testHost},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return testCert{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, caFile: path}
+}
+
+// testServer is the in-process core/v2 Hysteria 2 server on loopback.
+type testServer struct {
+	addr     netip.AddrPort
+	cert     testCert
+	sessions atomic.Int32  // connections that authenticated
+	lastTx   atomic.Uint64 // the receive rate the last client announced
+}
+
+type serverOptions struct {
+	disableUDP bool
+	obfs       string
+	outbound   server.Outbound // nil: the server's own direct dialing
+}
+
+func startServer(t *testing.T, opts serverOptions) *testServer {
+	t.Helper()
+	s := &testServer{cert: newTestCert(t)}
+	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	var pc net.PacketConn = uc
+	if opts.obfs != "" {
+		if pc, err = obfs.WrapPacketConnSalamander(uc, []byte(opts.obfs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := server.NewServer(&server.Config{
+		TLSConfig:     server.TLSConfig{Certificates: []tls.Certificate{s.cert.cert}},
+		Conn:          pc,
+		Outbound:      opts.outbound,
+		DisableUDP:    opts.disableUDP,
+		Authenticator: authFunc(s.authenticate),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(); close(done) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return s
+}
+
+func (s *testServer) authenticate(_ net.Addr, auth string, tx uint64) (bool, string) {
+	if auth != testPassword {
+		return false, ""
+	}
+	s.sessions.Add(1)
+	s.lastTx.Store(tx)
+	return true, "user"
+}
+
+type authFunc func(net.Addr, string, uint64) (bool, string)
+
+func (f authFunc) Authenticate(addr net.Addr, auth string, tx uint64) (bool, string) {
+	return f(addr, auth, tx)
+}
+
+// testSpec is a Hysteria 2 outbound aimed at addr that trusts cert.
+func testSpec(addr netip.AddrPort, cert testCert) spec.Outbound {
+	return spec.Outbound{
+		Tag:      "hy2",
+		Type:     "hysteria2",
+		UDP:      true,
+		Server:   addr.String(),
+		Password: testPassword,
+		TLS:      &spec.TLS{ServerName: testHost, ALPN: []string{"h3"}, CAFile: cert.caFile},
+	}
+}
+
+// logBuf collects an outbound's log lines.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *logBuf) count(s string) int          { return strings.Count(l.String(), s) }
+
+// sockets is a socket policy hook that records every socket and may refuse
+// or hold them.
+type sockets struct {
+	mu     sync.Mutex
+	seen   []netx.SocketInfo
+	refuse error
+	gate   chan struct{} // when set, each socket waits for it to close
+}
+
+func (s *sockets) hook(info netx.SocketInfo) error {
+	s.mu.Lock()
+	s.seen = append(s.seen, info)
+	refuse, gate := s.refuse, s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return refuse
+}
+
+func (s *sockets) count() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.seen) }
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock { return &manualClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// harness builds outbounds for a test with a recording socket policy, a log
+// buffer and, when clk is set, an injected clock; each is closed at cleanup.
+type harness struct {
+	t       *testing.T
+	sockets *sockets
+	logs    *logBuf
+	clock   clock
+	timeout time.Duration
+	servers netx.Resolver
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, sockets: &sockets{}, logs: &logBuf{}, clock: systemClock{}}
+}
+
+func (h *harness) deps() outbound.Deps {
+	p := netx.SocketPolicy{Hook: h.sockets.hook}
+	return outbound.Deps{
+		Dialer:         netx.NewDialer(p, 0),
+		Servers:        h.servers,
+		Logger:         slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ConnectTimeout: h.timeout,
+	}
+}
+
+func (h *harness) outbound(o spec.Outbound) *Outbound {
+	h.t.Helper()
+	out, err := newOutbound(o, h.deps(), h.clock)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { out.Close() })
+	return out
+}
+
+// tcpEcho is a loopback TCP echo server.
+func tcpEcho(t *testing.T) netx.Addr {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	return netx.AddrFromAddrPort(ln.Addr().(*net.TCPAddr).AddrPort())
+}
+
+// udpEcho answers every datagram with prefix+payload.
+func udpEcho(t *testing.T, prefix string) netx.Addr {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { c.Close(); <-done })
+	go func() {
+		defer close(done)
+		b := make([]byte, 65535)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(b)
+			if err != nil {
+				return
+			}
+			c.WriteToUDPAddrPort(append([]byte(prefix), b[:n]...), from)
+		}
+	}()
+	return netx.AddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
+}
+
+// echoOnce writes msg on c and requires it back.
+func echoOnce(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != msg {
+		t.Fatalf("echo = %q, want %q", got, msg)
+	}
+}
+
+func dialEcho(t *testing.T, o *Outbound, echo netx.Addr) {
+	t.Helper()
+	c, err := o.DialStream(context.Background(), netx.Flow{Network: netx.TCP, Dst: echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	echoOnce(t, c, "hello through hysteria2")
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// slotState reports the slot's state.
+func (s *slot) snapshot() (slotState, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.failures
+}
+
+// blackhole is a UDP address that takes datagrams and never answers.
+func blackhole(t *testing.T) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
