@@ -63,15 +63,6 @@ func TestARouteChangeReachesTheNextUDPPacketButNotAnEstablishedTCPFlow(t *testin
 	}
 }
 
-func outboundOf(sv *Supervisor, port int) string {
-	for _, f := range sv.Tracker().Flows() {
-		if f.Destination.Port == uint16(port) {
-			return f.Outbound
-		}
-	}
-	return ""
-}
-
 func TestAChangedOutboundKeepsItsOldFlowsUnlessDrainedWithClose(t *testing.T) {
 	sv, proxy := run(t, baseSpec(), Options{})
 	echo := tcpEcho(t)
