@@ -14,27 +14,28 @@ func TestDialSetsTheKeepaliveSchedule(t *testing.T) {
 	pki := newPKI(t)
 	plain := accept(t, echo)
 	tlsServer := serveTLS(t, pki.serverConfig(tls.VersionTLS12, tls.VersionTLS13))
+	var seen wsRequests
+	wsServer := wsEchoServer(t, nil, "", &seen)
+	grpcServer := newGRPCServer(t, pki, []string{"h2"}, grpcEcho(false, "0"))
+	withTLS := &spec.TLS{ServerName: serverName, CAFile: pki.caFile}
 	for _, tc := range []struct {
 		name string
 		o    spec.Outbound
 	}{
 		{"tcp", spec.Outbound{Server: plain.String()}},
-		{"tls", spec.Outbound{Server: tlsServer.String(), TLS: &spec.TLS{ServerName: serverName, CAFile: pki.caFile}}},
+		{"tls", spec.Outbound{Server: tlsServer.String(), TLS: withTLS}},
+		{"ws", spec.Outbound{Server: wsServer.String(), Transport: spec.Transport{Type: "ws"}}},
+		{"grpc", grpcOutbound(pki, grpcServer.addr, spec.Transport{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := dial(t, tc.o, deps(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := newDialer(t, tc.o)
+			c := dialCtx(t, d)
 			defer c.Close()
-			if tc.o.TLS != nil {
-				tc, ok := c.(*tls.Conn)
-				if !ok {
-					t.Fatalf("TLS transport gave a %T", c)
-				}
-				c = tc.NetConn()
+			tcp := tcpUnder(c)
+			if tcp == nil {
+				t.Fatalf("no TCP connection under a %T", c)
 			}
-			raw, err := c.(*net.TCPConn).SyscallConn()
+			raw, err := tcp.SyscallConn()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,4 +60,19 @@ func TestDialSetsTheKeepaliveSchedule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tcpUnder is the proxy upstream socket under a transport's stream.
+func tcpUnder(c net.Conn) *net.TCPConn {
+	switch x := c.(type) {
+	case *net.TCPConn:
+		return x
+	case *tls.Conn:
+		return tcpUnder(x.NetConn())
+	case *wsConn:
+		return tcpUnder(x.Conn)
+	case *grpcConn:
+		return tcpUnder(x.s.c.raw)
+	}
+	return nil
 }

@@ -1,12 +1,15 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 
 	"switchyard/netx"
 	"switchyard/spec"
@@ -15,9 +18,74 @@ import (
 // ErrNoCertificate is the error of a CA bundle that holds no certificate.
 var ErrNoCertificate = errors.New("no certificate in CA PEM bundle")
 
-// tlsConfig builds the client TLS configuration: TLS 1.2 at least, SNI from
-// server_name (else the server's host), the system roots plus the CA bundle,
-// or no verification at all when insecure.
+// tlsLayer is the TLS client of one outbound: Go's own ClientHello, or a
+// browser's when a fingerprint is set. Both verify alike.
+type tlsLayer struct {
+	std *tls.Config
+	fp  *fingerprint // nil: Go's ClientHello
+	// need is the protocol the transport must run on: "h2" for gRPC,
+	// "http/1.1" for the HTTP/1.1 upgrades, "" for a plain stream.
+	need string
+}
+
+// newTLSLayer builds the client configuration: TLS 1.2 at least, SNI from
+// server_name (else the server's host), the system roots plus the CA
+// bundle, or no verification at all when insecure. alpn, when set, is the
+// one protocol the transport needs and replaces the table's ALPN.
+func newTLSLayer(t spec.TLS, server netx.Addr, alpn []string) (*tlsLayer, error) {
+	cfg, err := tlsConfig(t, server)
+	if err != nil {
+		return nil, err
+	}
+	l := &tlsLayer{std: cfg}
+	if alpn != nil {
+		cfg.NextProtos = alpn
+		l.need = alpn[0]
+	}
+	if t.Fingerprint != "" {
+		// The shape's own ALPN list stands unless the transport needs one
+		// protocol or the table names its own.
+		fpALPN := alpn
+		if fpALPN == nil && len(t.ALPN) > 0 {
+			fpALPN = t.ALPN
+		}
+		if l.fp, err = newFingerprint(t.Fingerprint, cfg, fpALPN); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// client runs the TLS handshake over c, bounded by ctx, and checks that the
+// server agreed to the protocol the transport needs.
+func (l *tlsLayer) client(ctx context.Context, c net.Conn) (net.Conn, error) {
+	var (
+		tc  net.Conn
+		got string
+	)
+	if l.fp != nil {
+		uc, err := l.fp.client(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		tc, got = uc, uc.ConnectionState().NegotiatedProtocol
+	} else {
+		sc := tls.Client(c, l.std)
+		if err := sc.HandshakeContext(ctx); err != nil {
+			return nil, err
+		}
+		tc, got = sc, sc.ConnectionState().NegotiatedProtocol
+	}
+	switch {
+	case l.need == "h2" && got != "h2":
+		return nil, fmt.Errorf("the server did not agree to HTTP/2 (ALPN %q)", got)
+	case l.need == "http/1.1" && got != "" && got != "http/1.1":
+		return nil, fmt.Errorf("the server chose ALPN %q, not http/1.1", got)
+	}
+	return tc, nil
+}
+
+// tlsConfig is the Go TLS configuration of a tls table.
 func tlsConfig(t spec.TLS, server netx.Addr) (*tls.Config, error) {
 	name := t.ServerName
 	if name == "" {
@@ -26,7 +94,7 @@ func tlsConfig(t spec.TLS, server netx.Addr) (*tls.Config, error) {
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		ServerName: name,
-		NextProtos: t.ALPN,
+		NextProtos: slices.Clone(t.ALPN),
 	}
 	switch {
 	case t.Insecure:

@@ -1,11 +1,13 @@
 // Package transport opens the stream under a proxy client: it resolves the
 // proxy server, connects under the socket policy, sets the proxy keepalive
-// schedule and layers TLS when the outbound has a tls table.
+// schedule, layers TLS when the outbound has a tls table (the Go stack, or a
+// browser-shaped ClientHello with a fingerprint), and then the transport:
+// plain TCP, WebSocket (with early data), HTTP upgrade, or gRPC over HTTP/2.
 package transport
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -25,18 +27,34 @@ const (
 	KeepAliveRetries  = 3
 )
 
-// Dialer dials one outbound's proxy server.
+// ErrDatagrams refuses a UDP destination: a proxy's UDP rides inside its
+// stream.
+var ErrDatagrams = errors.New("a proxy transport carries no datagrams of its own")
+
+// ErrClosed is the error of a dial on a closed Dialer.
+var ErrClosed = errors.New("transport: the dialer is closed")
+
+// DefaultUserAgent is sent by the HTTP-based transports (WebSocket, HTTP
+// upgrade, gRPC) unless the ws headers name another: a desktop Chrome.
+const DefaultUserAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/144.0.0.0 Safari/537.36"
+
+// Dialer dials one outbound's proxy server. It is safe for concurrent use.
 type Dialer struct {
 	server   netx.Addr
 	strategy netx.Strategy
 	resolver netx.Resolver
 	dialer   *netx.Dialer
-	tls      *tls.Config // nil: plain TCP
+	tls      *tlsLayer // nil: no TLS layer
 	log      *slog.Logger
+
+	ws      *wsConfig      // type ws
+	upgrade *upgradeConfig // type httpupgrade
+	grpc    *grpcPool      // type grpc
 }
 
-// New builds the dialer of a proxy outbound. It reads the CA bundle now, so
-// a bad one fails the build; it opens no socket.
+// New builds the dialer of a proxy outbound. It fills in the transport's
+// defaults, refuses an inconsistent transport, reads the CA bundle now (a bad
+// one fails the build) and opens no socket.
 func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
 	server, err := netx.ParseAddr(o.Server)
 	if err != nil {
@@ -46,10 +64,8 @@ func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch o.Transport.Type {
-	case "", "tcp":
-	default:
-		return nil, fmt.Errorf("unknown transport type %q", o.Transport.Type)
+	if deps.Dialer == nil {
+		return nil, errors.New("transport: no dialer")
 	}
 	d := &Dialer{server: server, strategy: strategy, resolver: deps.Servers, dialer: deps.Dialer, log: deps.Logger}
 	if d.log == nil {
@@ -58,8 +74,40 @@ func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
 	if d.resolver == nil {
 		d.resolver = netx.SystemResolver{}
 	}
+	t := o.Transport
+	// The name the HTTP-based transports present when none is set.
+	host := server.Host()
+	if o.TLS != nil && o.TLS.ServerName != "" {
+		host = o.TLS.ServerName
+	}
+	var alpn []string // the ALPN a transport needs, nil: the tls table's own
+	switch t.Type {
+	case "", "tcp":
+	case "ws":
+		if d.ws, err = newWSConfig(t, host); err != nil {
+			return nil, err
+		}
+		alpn = []string{"http/1.1"}
+	case "httpupgrade":
+		if d.upgrade, err = newUpgradeConfig(t, host); err != nil {
+			return nil, err
+		}
+		alpn = []string{"http/1.1"}
+	case "grpc":
+		if o.TLS == nil {
+			return nil, errors.New("missing tls")
+		}
+		cfg, err := newGRPCConfig(t, host)
+		if err != nil {
+			return nil, err
+		}
+		d.grpc = newGRPCPool(d, cfg)
+		alpn = []string{"h2"}
+	default:
+		return nil, fmt.Errorf("unknown transport type %q", t.Type)
+	}
 	if o.TLS != nil {
-		if d.tls, err = tlsConfig(*o.TLS, server); err != nil {
+		if d.tls, err = newTLSLayer(*o.TLS, server, alpn); err != nil {
 			return nil, err
 		}
 	}
@@ -69,10 +117,53 @@ func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
 // Server is the proxy server's address, which a health probe connects to.
 func (d *Dialer) Server() netx.Addr { return d.server }
 
-// Dial resolves the server with the server resolver under the address
-// family, connects to the first address that answers, sets the keepalive
-// schedule, and completes the TLS handshake when TLS is configured.
+// Dial opens a stream to the proxy server: resolve, connect, keepalive, TLS
+// when configured, then the transport. A WebSocket with early data returns
+// once TLS is up; its HTTP handshake rides with the first Write.
 func (d *Dialer) Dial(ctx context.Context) (net.Conn, error) {
+	if d.grpc != nil {
+		c, err := d.grpc.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	c, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case d.ws != nil:
+		return d.ws.open(ctx, c)
+	case d.upgrade != nil:
+		return d.upgrade.open(ctx, c)
+	}
+	return c, nil
+}
+
+// DialNetwork is Dial for a destination network: a UDP one is refused, since
+// a proxy's datagrams ride inside its stream.
+func (d *Dialer) DialNetwork(ctx context.Context, network netx.Network) (net.Conn, error) {
+	if network == netx.UDP {
+		return nil, ErrDatagrams
+	}
+	return d.Dial(ctx)
+}
+
+// Close releases what the dialer keeps between dials (the shared HTTP/2
+// connection of gRPC): streams still open end with it. Dial fails after
+// Close. It is idempotent.
+func (d *Dialer) Close() error {
+	if d.grpc != nil {
+		d.grpc.close()
+	}
+	return nil
+}
+
+// connect resolves the server with the server resolver under the address
+// family, connects to the first address that answers, sets the keepalive
+// schedule and completes the TLS handshake when TLS is configured.
+func (d *Dialer) connect(ctx context.Context) (net.Conn, error) {
 	addrs, err := netx.Resolve(ctx, d.server, d.strategy, d.resolver)
 	if err != nil {
 		return nil, err
@@ -87,8 +178,8 @@ func (d *Dialer) Dial(ctx context.Context) (net.Conn, error) {
 	if d.tls == nil {
 		return c, nil
 	}
-	tc := tls.Client(c, d.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	tc, err := d.tls.client(ctx, c)
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("tls handshake with %s: %w", d.server, err)
 	}
