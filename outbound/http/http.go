@@ -126,3 +126,8 @@ func readHead(c net.Conn) ([]byte, error) {
 		}
 	}
 }
+
+// Close releases what the outbound holds between flows (a shared gRPC
+// connection); the supervisor calls it once a retired version's last flow
+// has ended.
+func (o *Outbound) Close() error { return o.transport.Close() }

@@ -135,3 +135,8 @@ func ctxCause(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// Close releases what the outbound holds between flows (a shared gRPC
+// connection); the supervisor calls it once a retired version's last flow
+// has ended.
+func (o *Outbound) Close() error { return o.dialer.Close() }

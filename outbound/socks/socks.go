@@ -75,3 +75,8 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	}
 	return c, nil
 }
+
+// Close releases what the outbound holds between flows (a shared gRPC
+// connection); the supervisor calls it once a retired version's last flow
+// has ended.
+func (o *Outbound) Close() error { return o.transport.Close() }

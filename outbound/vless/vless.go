@@ -116,3 +116,8 @@ func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, 
 	}
 	return c, nil
 }
+
+// Close releases what the outbound holds between flows (a shared gRPC
+// connection); the supervisor calls it once a retired version's last flow
+// has ended.
+func (o *Outbound) Close() error { return o.transport.Close() }

@@ -132,3 +132,8 @@ func (o *Outbound) open(ctx context.Context, cmd protocol.Command, dst netx.Addr
 	}
 	return c, s, nil
 }
+
+// Close releases what the outbound holds between flows (a shared gRPC
+// connection); the supervisor calls it once a retired version's last flow
+// has ended.
+func (o *Outbound) Close() error { return o.dialer.Close() }
