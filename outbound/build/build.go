@@ -16,6 +16,7 @@ import (
 	"switchyard/outbound/trojan"
 	"switchyard/outbound/vless"
 	"switchyard/outbound/vmess"
+	"switchyard/outbound/wireguard"
 	"switchyard/spec"
 )
 
@@ -73,6 +74,12 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 			return nil, err
 		}
 		out = s
+	case "wireguard":
+		w, err := wireguard.New(o, deps)
+		if err != nil {
+			return nil, err
+		}
+		out = w
 	default:
 		return nil, fmt.Errorf("unknown outbound type %q", o.Type)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wireguard
+
+const raceEnabled = false

@@ -1,0 +1,77 @@
+package wireguard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// connectAttemptTimeout bounds one TCP connect inside the tunnel, per
+// resolved address.
+const connectAttemptTimeout = 10 * time.Second
+
+// errConnectTimedOut is one address's failure to answer within the bound.
+var errConnectTimedOut = errors.New("connect timed out")
+
+// connectError is the failure of every TCP connect inside the tunnel.
+type connectError struct {
+	attempts []attempt
+}
+
+type attempt struct {
+	ip  netip.Addr
+	err error
+}
+
+func (e *connectError) Error() string {
+	var b strings.Builder
+	b.WriteString("wireguard: tunnel TCP connect failed for all resolved addresses (")
+	for i, a := range e.attempts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(a.ip.String() + ": " + a.err.Error())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Unwrap exposes each attempt's error.
+func (e *connectError) Unwrap() []error {
+	errs := make([]error, len(e.attempts))
+	for i, a := range e.attempts {
+		errs[i] = a.err
+	}
+	return errs
+}
+
+// connect tries addrs in order, one at a time, each bounded by timeout, and
+// returns the first connection that completes.
+func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout time.Duration) (net.Conn, error) {
+	e := &connectError{}
+	for _, a := range addrs {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		c, err := t.net.DialContextTCPAddrPort(actx, a)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		var oe *net.OpError
+		switch {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			err = errConnectTimedOut
+		case errors.As(err, &oe):
+			err = oe.Err // the address is already named
+		}
+		e.attempts = append(e.attempts, attempt{ip: a.Addr(), err: err})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, e
+}
