@@ -22,7 +22,13 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), checkCmd(), versionCmd())
+	run := runCmd()
+	// Without a subcommand switchyard runs, on the embedded default unless
+	// -c names a file.
+	root.RunE = run.RunE
+	root.Args = cobra.NoArgs
+	root.Flags().AddFlagSet(run.Flags())
+	root.AddCommand(run, checkCmd(), versionCmd())
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

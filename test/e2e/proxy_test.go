@@ -427,7 +427,7 @@ func TestDefaultConfigServesAMixedProxy(t *testing.T) {
 		ln.Close()
 	}
 	web := webServer(t)
-	p := startArgs(t, "run")
+	p := startArgs(t) // no subcommand: run on the embedded default
 	addr := p.addr("mixed-in")
 	if addr != "127.0.0.1:7890" {
 		t.Fatalf("default inbound on %s", addr)
