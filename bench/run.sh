@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Compares switchyard with Xray side by side in one run: builds switchyard
+# and the harness, installs the pinned Xray (scripts/peers.sh), starts both
+# with equivalent configs (a SOCKS5 inbound on loopback routed to direct /
+# freedom), runs bench/socksbench against both, stops them and prints the
+# table. Arguments go to socksbench (e.g. -quick, -bulk 20s, -only rate);
+# every socksbench flag also has a BENCH_* environment default.
+#
+# Environment:
+#   BENCH_TARGETS   which proxies to start, in order (default "switchyard xray";
+#                   the first is the subject, ratios are first/second)
+#   BENCH_CPUS      if set, both proxies run under `taskset -c $BENCH_CPUS`
+#   BENCH_KEEP      if set, keep the work folder (configs, logs, binaries)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# Raise the descriptor limit for everything started from here: the memory
+# phase holds 2 x 2,000 connections with both ends in the harness and both
+# ends in the proxy, and at thousands of connections a second a proxy also
+# holds closing connections and Go's cached splice pipes. Xray's own service
+# unit sets a million; ask for that, else as much as allowed.
+ulimit -Hn 1048576 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench.XXXXXX")
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		echo "work folder kept: $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+
+read -r -a targets <<<"${BENCH_TARGETS:-switchyard xray}"
+
+echo "building socksbench" >&2
+go build -o "$work/socksbench" ./bench/socksbench
+
+# A free loopback port: random in 20000-29999, not currently accepting.
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 10000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "run.sh: no free port found" >&2
+	return 1
+}
+
+# The same environment for every proxy: nothing inherited but PATH and
+# HOME, so no GOMAXPROCS, GOGC, GOMEMLIMIT or GODEBUG tunes one of them.
+launch() { # name log cmd...
+	local name=$1 log=$2
+	shift 2
+	local pre=()
+	if [ -n "${BENCH_CPUS:-}" ]; then
+		pre=(taskset -c "$BENCH_CPUS")
+	fi
+	env -i PATH="$PATH" HOME="$HOME" "${pre[@]}" "$@" >"$log" 2>&1 &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+
+wait_listening() { # name pid port log
+	local name=$1 pid=$2 port=$3 log=$4
+	for _ in $(seq 200); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "run.sh: $name exited; its log:" >&2
+			cat "$log" >&2
+			return 1
+		fi
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "run.sh: $name does not listen on 127.0.0.1:$port; its log:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+first_line() { # cmd... : the first line of its output, never failing
+	local out
+	out=$("$@" 2>&1) || true
+	echo "${out%%$'\n'*}"
+}
+
+start_switchyard() {
+	echo "building switchyard" >&2
+	go build -o "$work/switchyard" ./cmd/switchyard
+	local port
+	port=$(free_port)
+	cat >"$work/switchyard.toml" <<EOF
+[log]
+level = "warn"
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:$port"
+
+[route]
+final = "direct"
+EOF
+	launch switchyard "$work/switchyard.log" "$work/switchyard" run -c "$work/switchyard.toml"
+	wait_listening switchyard "$last_pid" "$port" "$work/switchyard.log"
+	versions+=("switchyard: $(first_line "$work/switchyard" version)")
+	bench_args+=(-target "switchyard=127.0.0.1:$port,$last_pid")
+}
+
+start_xray() {
+	echo "installing peers" >&2
+	scripts/peers.sh install
+	local bin port
+	bin=$(scripts/peers.sh path xray)
+	port=$(free_port)
+	# access "none": Xray would otherwise log every connection to stdout,
+	# which switchyard at level warn does not do.
+	cat >"$work/xray.json" <<EOF
+{
+  "log": { "loglevel": "warning", "access": "none" },
+  "inbounds": [
+    {
+      "tag": "socks-in",
+      "listen": "127.0.0.1",
+      "port": $port,
+      "protocol": "socks",
+      "settings": { "auth": "noauth", "udp": false }
+    }
+  ],
+  "outbounds": [
+    { "tag": "direct", "protocol": "freedom" }
+  ]
+}
+EOF
+	launch xray "$work/xray.log" "$bin" run -c "$work/xray.json"
+	wait_listening xray "$last_pid" "$port" "$work/xray.log"
+	versions+=("xray: $(first_line "$bin" version)")
+	bench_args+=(-target "xray=127.0.0.1:$port,$last_pid")
+}
+
+versions=()
+bench_args=()
+for t in "${targets[@]}"; do
+	case "$t" in
+	switchyard) start_switchyard ;;
+	xray) start_xray ;;
+	*)
+		echo "run.sh: unknown target $t (want switchyard or xray)" >&2
+		exit 2
+		;;
+	esac
+done
+
+echo "host: $(nproc) CPUs, $(uname -sr), $(go version | cut -d' ' -f3), ulimit -n $(ulimit -n)"
+printf '%s\n' "${versions[@]}"
+status=0
+"$work/socksbench" "${bench_args[@]}" "$@" || status=$?
+
+# A proxy that logged errors during the run says so here.
+for t in "${targets[@]}"; do
+	log="$work/$t.log"
+	if grep -qiE 'error|panic|fatal|fail' "$log" 2>/dev/null; then
+		echo
+		echo "$t logged errors (last 10 such lines):"
+		grep -iE 'error|panic|fatal|fail' "$log" | tail -n 10
+	fi
+done
+exit "$status"

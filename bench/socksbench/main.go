@@ -1,0 +1,562 @@
+// Command socksbench measures SOCKS5 proxies side by side: bulk TCP
+// throughput both ways, connection rate with connect-to-first-byte latency,
+// and resident memory per idle proxied connection. It starts its own
+// loopback servers as destinations and drives every proxy through the same
+// minimal SOCKS5 CONNECT client, alternating between proxies so a noisy
+// moment does not decide a comparison.
+//
+// Usage:
+//
+//	socksbench -target NAME=ADDR,PID [-target NAME=ADDR,PID] [flags]
+//
+// The first target is the subject and the second the baseline; ratios are
+// subject/baseline. Every flag has an environment default (BENCH_*), see
+// -help.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+type config struct {
+	targets []target
+	bulk    time.Duration
+	rate    time.Duration
+	warmup  time.Duration
+	rounds  int
+	streams int
+	workers int
+	conns   int
+	batches int
+	quiet   time.Duration
+	retries int
+	only    map[string]bool
+}
+
+// phases, in the order they run: memory first, while the proxies are
+// fresh (memory a process freed but kept would otherwise absorb the new
+// connections and hide their cost), then the timed measurements in rounds.
+var allPhases = []string{"mem", "up", "down", "rate"}
+
+type targetFlag []target
+
+func (f *targetFlag) String() string { return fmt.Sprint(*f) }
+
+func (f *targetFlag) Set(v string) error {
+	name, rest, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
+	}
+	addr, pidText, ok := strings.Cut(rest, ",")
+	if !ok {
+		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("target %s: %w", name, err)
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("target %s: bad pid %q", name, pidText)
+	}
+	*f = append(*f, target{name: name, addr: addr, pid: pid})
+	return nil
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if v := os.Getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+		fmt.Fprintf(os.Stderr, "socksbench: ignoring %s=%q: not a duration\n", key, v)
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "socksbench: ignoring %s=%q: not an integer\n", key, v)
+	}
+	return def
+}
+
+func envBool(key string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(key))
+	return b
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("socksbench", flag.ContinueOnError)
+	var (
+		c       config
+		targets targetFlag
+		only    string
+		quick   bool
+	)
+	fs.Var(&targets, "target", "a proxy to measure, `NAME=ADDR,PID` (SOCKS5 listen address, process id); give one or two, the first is the subject, ratios are first/second")
+	fs.DurationVar(&c.bulk, "bulk", envDuration("BENCH_BULK", 10*time.Second), "measured time of each bulk run, per direction (env BENCH_BULK)")
+	fs.DurationVar(&c.rate, "rate", envDuration("BENCH_RATE", 10*time.Second), "measured time of each connection-rate run (env BENCH_RATE)")
+	fs.DurationVar(&c.warmup, "warmup", envDuration("BENCH_WARMUP", time.Second), "unmeasured lead-in of every timed run (env BENCH_WARMUP)")
+	fs.IntVar(&c.rounds, "rounds", envInt("BENCH_ROUNDS", 3), "rounds of the timed runs, targets alternating; the best round counts (env BENCH_ROUNDS)")
+	fs.IntVar(&c.streams, "streams", envInt("BENCH_STREAMS", 8), "concurrent bulk streams (env BENCH_STREAMS)")
+	fs.IntVar(&c.workers, "workers", envInt("BENCH_WORKERS", 64), "concurrent connection-rate workers (env BENCH_WORKERS)")
+	fs.IntVar(&c.conns, "conns", envInt("BENCH_CONNS", 2000), "idle connections per memory batch (env BENCH_CONNS)")
+	fs.IntVar(&c.batches, "batches", envInt("BENCH_MEM_BATCHES", 2), "memory batches, each opened on top of the previous; the median counts (env BENCH_MEM_BATCHES)")
+	fs.DurationVar(&c.quiet, "quiet", envDuration("BENCH_QUIET", 30*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (0: do not wait) (env BENCH_QUIET)")
+	fs.IntVar(&c.retries, "retries", envInt("BENCH_RETRIES", 2), "repeat a timed run marked DISTURBED up to this many times; every run counts toward the best (env BENCH_RETRIES)")
+	fs.StringVar(&only, "only", os.Getenv("BENCH_ONLY"), "comma-separated subset of phases: mem,up,down,rate (env BENCH_ONLY; default all)")
+	fs.BoolVar(&quick, "quick", envBool("BENCH_QUICK"), "smoke run: 2 s runs, 0.5 s warm-up, one round, one batch of 500 (flags given explicitly still win) (env BENCH_QUICK)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if len(targets) < 1 || len(targets) > 2 {
+		return nil, fmt.Errorf("give one or two -target flags")
+	}
+	c.targets = targets
+	if quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		quickDefaults := []struct {
+			flag, env string
+			apply     func()
+		}{
+			{"bulk", "BENCH_BULK", func() { c.bulk = 2 * time.Second }},
+			{"rate", "BENCH_RATE", func() { c.rate = 2 * time.Second }},
+			{"warmup", "BENCH_WARMUP", func() { c.warmup = 500 * time.Millisecond }},
+			{"rounds", "BENCH_ROUNDS", func() { c.rounds = 1 }},
+			{"conns", "BENCH_CONNS", func() { c.conns = 500 }},
+			{"batches", "BENCH_MEM_BATCHES", func() { c.batches = 1 }},
+			{"quiet", "BENCH_QUIET", func() { c.quiet = 0 }},
+			{"retries", "BENCH_RETRIES", func() { c.retries = 0 }},
+		}
+		for _, q := range quickDefaults {
+			if !set[q.flag] && os.Getenv(q.env) == "" {
+				q.apply()
+			}
+		}
+	}
+	if c.bulk <= 0 || c.rate <= 0 || c.warmup < 0 || c.rounds < 1 || c.streams < 1 ||
+		c.workers < 1 || c.conns < 1 || c.batches < 1 || c.retries < 0 {
+		return nil, fmt.Errorf("durations, rounds, streams, workers, conns and batches must be positive")
+	}
+	c.only = map[string]bool{}
+	if only == "" {
+		for _, p := range allPhases {
+			c.only[p] = true
+		}
+	} else {
+		for p := range strings.SplitSeq(only, ",") {
+			p = strings.TrimSpace(p)
+			if !slices.Contains(allPhases, p) {
+				return nil, fmt.Errorf("unknown phase %q (want mem, up, down, rate)", p)
+			}
+			c.only[p] = true
+		}
+	}
+	return &c, nil
+}
+
+// raiseNofile lifts the soft descriptor limit to the hard one and reports
+// the result.
+func raiseNofile() uint64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	if rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	return rl.Cur
+}
+
+// waitReady waits until t's process exists and its address accepts a TCP
+// connection.
+func waitReady(t target, timeout time.Duration) error {
+	end := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(t.pid)); err != nil {
+			return fmt.Errorf("%s: process %d is gone", t.name, t.pid)
+		}
+		c, err := net.DialTimeout("tcp", t.addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("%s: %s does not accept connections: %w", t.name, t.addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// results holds every run of one target.
+type results struct {
+	up, down []bulkResult
+	rate     []rateResult
+	mem      []memBatch
+	errs     []string
+}
+
+func main() {
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "socksbench:", err)
+		os.Exit(2)
+	}
+	if err := run(c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "socksbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c *config, w io.Writer) error {
+	nofile := raiseNofile()
+	if need := uint64(2*c.conns*c.batches + 256); c.only["mem"] && nofile < need {
+		fmt.Fprintf(w, "warning: RLIMIT_NOFILE is %d, the memory phase needs about %d\n", nofile, need)
+	}
+	for _, t := range c.targets {
+		if err := waitReady(t, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	s, err := startServers()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	res := make([]*results, len(c.targets))
+	for i := range res {
+		res[i] = &results{}
+	}
+	fmt.Fprintf(w, "socksbench: %s; bulk %v x %d streams, rate %v x %d workers, warm-up %v, %d round(s), memory %d batch(es) of %d conns\n",
+		names(c.targets), c.bulk, c.streams, c.rate, c.workers, c.warmup, c.rounds, c.batches, c.conns)
+
+	disturbed := 0
+	settle := func(t target) {
+		if other, waited := waitQuiet(t.pid, c.quiet); other >= busyThreshold {
+			fmt.Fprintf(w, "  (other processes still use %.2f cores after waiting %.0fs)\n", other, waited.Seconds())
+		}
+	}
+	note := func(other float64) string {
+		if other < busyThreshold {
+			return ""
+		}
+		disturbed++
+		return "  DISTURBED"
+	}
+
+	if c.only["mem"] {
+		for i, t := range c.targets {
+			settle(t)
+			batches, skipped, err := measureMem(t, s, c.conns, c.batches)
+			res[i].mem = append(res[i].mem, batches...)
+			for k, b := range batches {
+				fmt.Fprintf(w, "  mem    %-12s batch %d: %d conns, RSS %d -> %d KiB, %.1f KiB/conn, %.1f fds/conn (settled in %.1fs)%s\n",
+					t.name, k+1, b.Conns, b.Before, b.After, b.PerConnKiB, b.FDsPerConn, b.SettledWithin.Seconds(), failNote(b.Failed, b.FirstErr))
+			}
+			if skipped != "" {
+				fmt.Fprintf(w, "  mem    %-12s %s\n", t.name, skipped)
+			}
+			if err != nil {
+				res[i].errs = append(res[i].errs, "mem: "+err.Error())
+				fmt.Fprintf(w, "  mem    %-12s error: %v\n", t.name, err)
+			}
+		}
+	}
+
+	for r := range c.rounds {
+		order := make([]int, len(c.targets))
+		for i := range order {
+			order[i] = i
+		}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, phase := range []string{"up", "down"} {
+			if !c.only[phase] {
+				continue
+			}
+			for _, i := range order {
+				t := c.targets[i]
+				for try := 0; try <= c.retries; try++ {
+					settle(t)
+					b, err := measureBulk(t, s, phase == "up", c.streams, c.warmup, c.bulk)
+					if err != nil {
+						res[i].errs = append(res[i].errs, phase+": "+err.Error())
+						fmt.Fprintf(w, "  %-6s %-12s round %d: error: %v\n", phase, t.name, r+1, err)
+						break
+					}
+					if phase == "up" {
+						res[i].up = append(res[i].up, b)
+					} else {
+						res[i].down = append(res[i].down, b)
+					}
+					fmt.Fprintf(w, "  %-6s %-12s round %d: %8.1f MiB/s  proxy CPU %.2f, others %.2f cores%s%s\n",
+						phase, t.name, r+1, b.MiBps, b.CPU, b.Other, note(b.Other), failNote(int(b.Errors), "stream ended early"))
+					if b.Other < busyThreshold {
+						break
+					}
+				}
+			}
+		}
+		if c.only["rate"] {
+			for _, i := range order {
+				t := c.targets[i]
+				for try := 0; try <= c.retries; try++ {
+					settle(t)
+					rr := measureRate(t, s, c.workers, c.warmup, c.rate)
+					res[i].rate = append(res[i].rate, rr)
+					fmt.Fprintf(w, "  rate   %-12s round %d: %8.0f conn/s  p50 %s  p99 %s  proxy CPU %.2f, others %.2f cores%s%s\n",
+						t.name, r+1, rr.PerSec, ms(rr.P50), ms(rr.P99), rr.CPU, rr.Other, note(rr.Other), failNote(int(rr.Errors), rr.FirstErr))
+					if rr.Count == 0 {
+						res[i].errs = append(res[i].errs, "rate: no exchange completed: "+rr.FirstErr)
+						break
+					}
+					if rr.Other < busyThreshold {
+						break
+					}
+				}
+			}
+		}
+	}
+	if n := s.waitDrained(5 * time.Second); n > 0 {
+		fmt.Fprintf(w, "warning: %d server-side connections still open at the end\n", n)
+	}
+	fmt.Fprintln(w)
+	report(w, c, res)
+	if disturbed > 0 {
+		fmt.Fprintf(w, "\nwarning: %d run(s) shared the CPUs with other busy processes (DISTURBED above); compare with care\n", disturbed)
+	}
+	return nil
+}
+
+func names(ts []target) string {
+	var n []string
+	for _, t := range ts {
+		n = append(n, fmt.Sprintf("%s at %s (pid %d)", t.name, t.addr, t.pid))
+	}
+	return strings.Join(n, ", ")
+}
+
+func failNote(n int, first string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  [%d failed: %s]", n, first)
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+}
+
+// summary is the figure of each metric for one target.
+type summary struct {
+	up, down, rate float64
+	// proxy CPU per unit of work in the same run as the figure above:
+	// seconds per GiB moved, microseconds per connection.
+	upCPU, downCPU, rateCPU float64
+	p50, p99                time.Duration
+	memKiB, fds             float64
+	has                     map[string]bool
+	disturbed               map[string]bool // the run behind the figure was DISTURBED
+}
+
+func summarize(r *results) summary {
+	s := summary{has: map[string]bool{}, disturbed: map[string]bool{}}
+	for _, b := range r.up {
+		if b.MiBps > s.up {
+			s.up, s.upCPU = b.MiBps, b.CPU/(b.MiBps/1024)
+			s.has["up"], s.disturbed["up"] = true, b.Other >= busyThreshold
+		}
+	}
+	for _, b := range r.down {
+		if b.MiBps > s.down {
+			s.down, s.downCPU = b.MiBps, b.CPU/(b.MiBps/1024)
+			s.has["down"], s.disturbed["down"] = true, b.Other >= busyThreshold
+		}
+	}
+	for _, rr := range r.rate {
+		if rr.Count > 0 && rr.PerSec > s.rate {
+			s.rate, s.p50, s.p99 = rr.PerSec, rr.P50, rr.P99
+			s.rateCPU = rr.CPU / rr.PerSec * 1e6
+			s.has["rate"], s.disturbed["rate"] = true, rr.Other >= busyThreshold
+		}
+	}
+	var mem, fds []float64
+	for _, b := range r.mem {
+		if b.Conns > 0 {
+			mem = append(mem, b.PerConnKiB)
+			fds = append(fds, b.FDsPerConn)
+		}
+	}
+	if len(mem) > 0 {
+		s.memKiB, s.fds = median(mem), median(fds)
+		s.has["mem"] = true
+	}
+	return s
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func report(w io.Writer, c *config, res []*results) {
+	sums := make([]summary, len(res))
+	for i, r := range res {
+		sums[i] = summarize(r)
+	}
+	two := len(c.targets) == 2
+	how := fmt.Sprintf("best run of %d round(s)", c.rounds)
+	if c.retries > 0 {
+		how += fmt.Sprintf(", a disturbed run retried up to %d times", c.retries)
+	}
+	if two {
+		how += fmt.Sprintf("; ratio = %s/%s", c.targets[0].name, c.targets[1].name)
+	}
+	fmt.Fprintf(w, "results (%s)\n", how)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "metric\t"
+	for _, t := range c.targets {
+		head += t.name + "\t"
+	}
+	if two {
+		head += "ratio\tbetter\t"
+	}
+	fmt.Fprintln(tw, head)
+
+	type row struct {
+		phase, label string
+		val          func(summary) float64
+		format       string
+		better       string
+	}
+	rows := []row{
+		{"up", fmt.Sprintf("upload MiB/s (%d streams)", c.streams), func(s summary) float64 { return s.up }, "%.1f", "higher"},
+		{"down", fmt.Sprintf("download MiB/s (%d streams)", c.streams), func(s summary) float64 { return s.down }, "%.1f", "higher"},
+		{"rate", fmt.Sprintf("connections/s (%d workers)", c.workers), func(s summary) float64 { return s.rate }, "%.0f", "higher"},
+		{"rate", "p50 connect-to-first-byte ms", func(s summary) float64 { return float64(s.p50) / 1e6 }, "%.2f", "lower"},
+		{"rate", "p99 connect-to-first-byte ms", func(s summary) float64 { return float64(s.p99) / 1e6 }, "%.2f", "lower"},
+		{"up", "proxy CPU s per GiB, upload", func(s summary) float64 { return s.upCPU }, "%.3f", "lower"},
+		{"down", "proxy CPU s per GiB, download", func(s summary) float64 { return s.downCPU }, "%.3f", "lower"},
+		{"rate", "proxy CPU us per connection", func(s summary) float64 { return s.rateCPU }, "%.0f", "lower"},
+		{"mem", fmt.Sprintf("KiB RSS per idle conn (%d)", c.conns), func(s summary) float64 { return s.memKiB }, "%.1f", "lower"},
+		{"mem", "open fds per idle conn", func(s summary) float64 { return s.fds }, "%.1f", "lower"},
+	}
+	starred := false
+	for _, rw := range rows {
+		if !c.only[rw.phase] {
+			continue
+		}
+		line := rw.label + "\t"
+		for _, s := range sums {
+			if s.has[rw.phase] {
+				mark := ""
+				if s.disturbed[rw.phase] {
+					mark, starred = "*", true
+				}
+				line += fmt.Sprintf(rw.format, rw.val(s)) + mark + "\t"
+			} else {
+				line += "error\t"
+			}
+		}
+		if two {
+			line += ratioText(sums, rw.phase, rw.val) + "\t" + rw.better + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	if starred {
+		fmt.Fprintln(w, "* the run behind this figure was DISTURBED by other processes; read it with care")
+	}
+
+	for i, r := range res {
+		for _, e := range r.errs {
+			fmt.Fprintf(w, "error: %s: %s\n", c.targets[i].name, e)
+		}
+	}
+	if !two {
+		return
+	}
+	fmt.Fprintln(w)
+	a, b := c.targets[0].name, c.targets[1].name
+	fmt.Fprintf(w, "targets (%s vs %s):\n", a, b)
+	if c.only["up"] || c.only["down"] {
+		var parts []string
+		met := true
+		for _, p := range []struct {
+			phase, name string
+			val         func(summary) float64
+		}{
+			{"up", "upload", func(s summary) float64 { return s.up }},
+			{"down", "download", func(s summary) float64 { return s.down }},
+		} {
+			if !c.only[p.phase] {
+				continue
+			}
+			r, ok := ratio(sums, p.phase, p.val)
+			parts = append(parts, p.name+" "+ratioText(sums, p.phase, p.val))
+			met = met && ok && r >= 1.0
+		}
+		fmt.Fprintf(w, "  throughput >= 1.0x:                 %-32s %s\n", strings.Join(parts, ", "), verdict(met))
+	}
+	if c.only["rate"] {
+		r, ok := ratio(sums, "rate", func(s summary) float64 { return s.rate })
+		fmt.Fprintf(w, "  connection rate >= 1.0x:            %-32s %s\n",
+			ratioText(sums, "rate", func(s summary) float64 { return s.rate }), verdict(ok && r >= 1.0))
+	}
+	if c.only["mem"] {
+		val := func(s summary) float64 { return s.memKiB }
+		r, ok := ratio(sums, "mem", val)
+		fmt.Fprintf(w, "  memory per idle conn <= 0.7x:       %-32s %s (lower is better)\n",
+			ratioText(sums, "mem", val), verdict(ok && r <= 0.7))
+	}
+}
+
+func ratio(sums []summary, phase string, val func(summary) float64) (float64, bool) {
+	if !sums[0].has[phase] || !sums[1].has[phase] || val(sums[1]) <= 0 {
+		return 0, false
+	}
+	return val(sums[0]) / val(sums[1]), true
+}
+
+func ratioText(sums []summary, phase string, val func(summary) float64) string {
+	r, ok := ratio(sums, phase, val)
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT MET"
+}
