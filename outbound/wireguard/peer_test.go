@@ -109,7 +109,7 @@ func startPeer(t testing.TB, o peerOptions) *testPeer {
 		t.Fatal(err)
 	}
 	b := &peerBind{sock: sock, peer: p, reserved: o.reserved}
-	p.dev = device.NewDevice(tdev, b, device.NewLogger(device.LogLevelSilent, ""))
+	p.dev = device.NewDevice(newOrderedTUN(tdev), b, device.NewLogger(device.LogLevelSilent, ""))
 	cfg := "private_key=" + hexKey(t, p.keys.private) + "\npublic_key=" + hexKey(t, o.client) + "\n"
 	if o.psk != "" {
 		cfg += "preshared_key=" + hexKey(t, o.psk) + "\n"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,42 @@ type quietTUN struct {
 	once   sync.Once
 }
 
-func newQuietTUN(d tun.Device) *quietTUN { return &quietTUN{Device: d, events: make(chan tun.Event)} }
+func newQuietTUN(d tun.Device) *quietTUN {
+	return &quietTUN{Device: newOrderedTUN(d), events: make(chan tun.Event)}
+}
+
+// orderedTUN keeps a packet the device hands to the network stack from
+// racing the stack's Close. Delivering a packet can make the stack answer at
+// once (a reset to a closed port) on a channel that Close closes; without
+// this order a packet arriving while the tunnel shuts down would send on a
+// closed channel and panic the process.
+type orderedTUN struct {
+	tun.Device
+	mu     sync.RWMutex // Write holds it shared, Close exclusively
+	closed bool
+}
+
+func newOrderedTUN(d tun.Device) *orderedTUN { return &orderedTUN{Device: d} }
+
+func (o *orderedTUN) Write(bufs [][]byte, offset int) (int, error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
+		return 0, os.ErrClosed
+	}
+	return o.Device.Write(bufs, offset)
+}
+
+func (o *orderedTUN) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	o.mu.Unlock()
+	return o.Device.Close()
+}
 
 func (q *quietTUN) Events() <-chan tun.Event { return q.events }
 
