@@ -12,6 +12,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/outbound/internal/proxytest"
 	"switchyard/protocol/socks5"
 	"switchyard/spec"
@@ -152,19 +153,19 @@ func TestConnectHandshakeBreaks(t *testing.T) {
 		serve func(c net.Conn)
 		want  string
 	}{
-		{"after the greeting", func(c net.Conn) { socks5.ReadGreeting(c) }, ErrHandshakeClosed.Error()},
-		{"inside the method choice", func(c net.Conn) { socks5.ReadGreeting(c); c.Write([]byte{5}) }, ErrHandshakeClosed.Error()},
+		{"after the greeting", func(c net.Conn) { socks5.ReadGreeting(c) }, proxyconn.ErrHandshakeClosed.Error()},
+		{"inside the method choice", func(c net.Conn) { socks5.ReadGreeting(c); c.Write([]byte{5}) }, proxyconn.ErrHandshakeClosed.Error()},
 		{"after the request", func(c net.Conn) {
 			socks5.ReadGreeting(c)
 			c.Write([]byte{5, 0})
 			socks5.ReadRequest(c)
-		}, ErrHandshakeClosed.Error()},
+		}, proxyconn.ErrHandshakeClosed.Error()},
 		{"inside the reply", func(c net.Conn) {
 			socks5.ReadGreeting(c)
 			c.Write([]byte{5, 0})
 			socks5.ReadRequest(c)
 			c.Write([]byte{5, 0, 0, 1, 127, 0})
-		}, ErrHandshakeClosed.Error()},
+		}, proxyconn.ErrHandshakeClosed.Error()},
 		{"wrong version", func(c net.Conn) { socks5.ReadGreeting(c); c.Write([]byte{4, 0}) }, "unexpected server version 4"},
 		{"unknown address type", func(c net.Conn) {
 			socks5.ReadGreeting(c)
@@ -184,8 +185,8 @@ func TestConnectHandshakeBreaks(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q, want %q", err, tc.want)
 			}
-			if tc.want == ErrHandshakeClosed.Error() && (!errors.Is(err, ErrHandshakeClosed) || !errors.Is(err, io.ErrUnexpectedEOF)) {
-				t.Fatalf("error %v is not ErrHandshakeClosed", err)
+			if tc.want == proxyconn.ErrHandshakeClosed.Error() && (!errors.Is(err, proxyconn.ErrHandshakeClosed) || !errors.Is(err, io.ErrUnexpectedEOF)) {
+				t.Fatalf("error %v is not proxyconn.ErrHandshakeClosed", err)
 			}
 		})
 	}

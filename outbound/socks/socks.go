@@ -71,6 +71,11 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	})
 	if err != nil {
 		c.Close()
+		if errors.Is(err, ErrHandshakeClosed) {
+			// CONNECT runs as every proxy client's handshake does, and
+			// says so in the same words; the association keeps its own.
+			return nil, proxyconn.ErrHandshakeClosed
+		}
 		return nil, err
 	}
 	return c, nil
