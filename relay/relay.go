@@ -178,12 +178,31 @@ func (d *direction) run() error {
 }
 
 // splice moves bytes with (*net.TCPConn).ReadFrom over a LimitedReader of the
-// source TCPConn, which Go implements with splice(2) on Linux.
+// source TCPConn, which Go implements with splice(2) on Linux. Go holds a pipe
+// pair for as long as one ReadFrom runs, waiting included, so the relay first
+// waits for the source to have bytes queued and then splices exactly those:
+// an idle flow holds no pipe.
 func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Observed) error {
+	rc, err := src.SyscallConn()
+	if err != nil {
+		return err
+	}
 	lr := &io.LimitedReader{R: src}
 	for {
 		d.arm()
-		lr.N = spliceChunk
+		queued, err := waitQueued(rc)
+		switch {
+		case err != nil && isTimeout(err):
+			if d.quiet() {
+				return errIdle
+			}
+			continue
+		case err != nil:
+			return err
+		case queued == 0: // end of stream
+			return nil
+		}
+		lr.N = int64(min(queued, spliceChunk))
 		n, err := dst.ReadFrom(lr)
 		if n > 0 {
 			d.n += n
@@ -202,7 +221,7 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 			}
 		case err != nil:
 			return err
-		case lr.N > 0: // the source reached EOF before the chunk was full
+		case n == 0: // queued bytes vanished: the source ended
 			return nil
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -146,5 +148,47 @@ func TestOwnerStopEndsAHalfClosedFlow(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("cancelling the owner's context did not end the relay")
+	}
+}
+
+// An idle spliced flow holds no pipe: its descriptors are its two sockets
+// per side and nothing more.
+func TestAnIdleSplicedFlowHoldsNoPipe(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd")
+		}
+		return len(ents)
+	}
+	const flows = 20
+	var clients []net.Conn
+	before := fds()
+	for range flows {
+		client, a := tcpPair(t)
+		b, server := tcpPair(t)
+		go relay.Pipe(context.Background(), a, b, time.Minute)
+		// One exchange each way, then silence.
+		client.Write([]byte("x"))
+		io.ReadFull(server, make([]byte, 1))
+		server.Write([]byte("y"))
+		io.ReadFull(client, make([]byte, 1))
+		clients = append(clients, client, server)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Pipes returned to the standard library's pool are closed by the
+	// collector; only pipes a flow holds survive it.
+	for range 3 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	grown := fds() - before
+	// Four sockets per flow (two pairs); a held pipe pair per direction
+	// would add four more.
+	if grown > 4*flows+4 {
+		t.Fatalf("%d descriptors for %d idle flows: pipes are held while idle", grown, flows)
+	}
+	for _, c := range clients {
+		c.Close()
 	}
 }
