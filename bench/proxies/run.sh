@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# Compares switchyard with Xray as the client of the same Xray server, over
+# the plain proxy protocols: for each case it starts one Xray server (an
+# inbound of that protocol -> freedom), then switchyard and an Xray client,
+# each with a SOCKS5 inbound routed to an outbound of that protocol toward
+# that server, and runs bench/socksbench against the two SOCKS5 ports.
+# Ratios are switchyard/Xray-client. Arguments go to socksbench (e.g.
+# -quick); every socksbench flag also has a BENCH_* environment default.
+#
+# Cases:
+#   vless      VLESS over plain TCP
+#   vmess      VMess, security aes-128-gcm, over TCP
+#   trojan     Trojan over TLS
+#   ss         Shadowsocks 2022-blake3-aes-128-gcm over TCP
+#   hysteria2  Hysteria 2 over QUIC (TCP flows only)
+#   wireguard  not measured: see bench/proxies/README.md
+#
+# Environment:
+#   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2")
+#   BENCH_ONLY     socksbench phases (default here "up,down,rate")
+#   BENCH_RETRIES  socksbench retries of a disturbed run (default here 0: the
+#                  Xray server is busy in every run and counts among the
+#                  "other processes", so every run reads DISTURBED)
+#   BENCH_CPUS     if set, every proxy runs under `taskset -c $BENCH_CPUS`
+#   BENCH_KEEP     if set, keep the work folder (configs, logs, binaries)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+ulimit -Hn 1048576 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+export BENCH_ONLY=${BENCH_ONLY:-up,down,rate}
+export BENCH_RETRIES=${BENCH_RETRIES:-0}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench-proxies.XXXXXX")
+pids=()
+stop_all() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	pids=()
+}
+cleanup() {
+	stop_all
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		echo "work folder kept: $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+
+uuid=b831381d-6324-4d53-ad4f-8cda48b30811
+password=bench-switchyard-password
+host=bench.switchyard.test
+
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 10000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "run.sh: no free port found" >&2
+	return 1
+}
+
+# The same environment for every process: nothing inherited but PATH and
+# HOME, so no GOMAXPROCS, GOGC, GOMEMLIMIT or GODEBUG tunes one of them.
+launch() { # log cmd...
+	local log=$1
+	shift
+	local pre=()
+	if [ -n "${BENCH_CPUS:-}" ]; then
+		pre=(taskset -c "$BENCH_CPUS")
+	fi
+	env -i PATH="$PATH" HOME="$HOME" "${pre[@]}" "$@" >"$log" 2>&1 &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+
+wait_listening() { # name pid port log
+	local name=$1 pid=$2 port=$3 log=$4
+	for _ in $(seq 200); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "run.sh: $name exited; its log:" >&2
+			cat "$log" >&2
+			return 1
+		fi
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "run.sh: $name does not listen on 127.0.0.1:$port; its log:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+# wait_udp NAME PID PORT LOG: a UDP server cannot be probed by a connect, so
+# wait until the process holds the port (ss) or, without ss, a second.
+wait_udp() {
+	local name=$1 pid=$2 port=$3 log=$4
+	for _ in $(seq 50); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "run.sh: $name exited; its log:" >&2
+			cat "$log" >&2
+			return 1
+		fi
+		if ! command -v ss >/dev/null; then
+			sleep 1
+			return 0
+		fi
+		if ss -Hulpn "sport = :$port" 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "run.sh: $name does not listen on UDP 127.0.0.1:$port; its log:" >&2
+	cat "$log" >&2
+	return 1
+}
+
+echo "building switchyard and socksbench" >&2
+go build -o "$work/switchyard" ./cmd/switchyard
+go build -o "$work/socksbench" ./bench/socksbench
+echo "installing peers" >&2
+scripts/peers.sh install
+xray=$(scripts/peers.sh path xray)
+
+# A self-signed certificate both clients verify (switchyard with ca_file,
+# Xray with a "verify" certificate), so both pay the same handshake.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-keyout "$work/key.pem" -out "$work/cert.pem" -subj "/CN=$host" \
+	-addext "subjectAltName=DNS:$host" -addext "basicConstraints=critical,CA:TRUE" \
+	-addext "keyUsage=digitalSignature,keyCertSign" 2>/dev/null
+# The Shadowsocks 2022 key: 16 random bytes for the AES-128 method.
+ss_key=$(openssl rand -base64 16)
+ss_method=2022-blake3-aes-128-gcm
+
+server_tls="\"tlsSettings\":{\"certificates\":[{\"certificateFile\":\"$work/cert.pem\",\"keyFile\":\"$work/key.pem\"}]}"
+client_tls="\"tlsSettings\":{\"serverName\":\"$host\",\"certificates\":[{\"usage\":\"verify\",\"certificateFile\":\"$work/cert.pem\"}]}"
+hy2_server_tls="\"tlsSettings\":{\"alpn\":[\"h3\"],\"certificates\":[{\"certificateFile\":\"$work/cert.pem\",\"keyFile\":\"$work/key.pem\"}]}"
+hy2_client_tls="\"tlsSettings\":{\"serverName\":\"$host\",\"alpn\":[\"h3\"],\"certificates\":[{\"usage\":\"verify\",\"certificateFile\":\"$work/cert.pem\"}]}"
+sy_tls="tls = { server_name = \"$host\", ca_file = \"$work/cert.pem\" }"
+
+# case_configs CASE PORT: sets label, udp (1 if the server listens on UDP),
+# server_inbound (the Xray server's inbound object, minus listen and port),
+# client_outbound (the Xray client's outbound object) and sy_outbound (the
+# keys of switchyard's outbound after type).
+case_configs() {
+	local c=$1 port=$2
+	udp=0
+	case "$c" in
+	vless)
+		label="vless over tcp"
+		server_inbound="\"protocol\":\"vless\",\"settings\":{\"clients\":[{\"id\":\"$uuid\"}],\"decryption\":\"none\"},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"none\"}"
+		client_outbound="{\"protocol\":\"vless\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"encryption\":\"none\"}]}]}}"
+		sy_outbound="type = \"vless\"
+server = \"127.0.0.1:$port\"
+uuid = \"$uuid\""
+		;;
+	vmess)
+		label="vmess aes-128-gcm over tcp"
+		server_inbound="\"protocol\":\"vmess\",\"settings\":{\"clients\":[{\"id\":\"$uuid\",\"alterId\":0}]}"
+		client_outbound="{\"protocol\":\"vmess\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"alterId\":0,\"security\":\"aes-128-gcm\"}]}]}}"
+		sy_outbound="type = \"vmess\"
+server = \"127.0.0.1:$port\"
+uuid = \"$uuid\"
+security = \"aes-128-gcm\""
+		;;
+	trojan)
+		label="trojan over tls"
+		server_inbound="\"protocol\":\"trojan\",\"settings\":{\"clients\":[{\"password\":\"$password\"}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"tls\",$server_tls}"
+		client_outbound="{\"protocol\":\"trojan\",\"settings\":{\"servers\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"password\":\"$password\"}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"tls\",$client_tls}}"
+		sy_outbound="type = \"trojan\"
+server = \"127.0.0.1:$port\"
+password = \"$password\"
+$sy_tls"
+		;;
+	ss)
+		label="shadowsocks $ss_method over tcp"
+		server_inbound="\"protocol\":\"shadowsocks\",\"settings\":{\"method\":\"$ss_method\",\"password\":\"$ss_key\",\"network\":\"tcp\"}"
+		client_outbound="{\"protocol\":\"shadowsocks\",\"settings\":{\"servers\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"method\":\"$ss_method\",\"password\":\"$ss_key\"}]}}"
+		sy_outbound="type = \"shadowsocks\"
+server = \"127.0.0.1:$port\"
+method = \"$ss_method\"
+password = \"$ss_key\""
+		;;
+	hysteria2)
+		label="hysteria2 (quic), tcp flows"
+		udp=1
+		server_inbound="\"protocol\":\"hysteria\",\"settings\":{\"version\":2,\"clients\":[{\"auth\":\"$password\"}]},\"streamSettings\":{\"network\":\"hysteria\",\"hysteriaSettings\":{\"version\":2},\"security\":\"tls\",$hy2_server_tls}"
+		client_outbound="{\"protocol\":\"hysteria\",\"settings\":{\"version\":2,\"address\":\"127.0.0.1\",\"port\":$port},\"streamSettings\":{\"network\":\"hysteria\",\"hysteriaSettings\":{\"version\":2,\"auth\":\"$password\"},\"security\":\"tls\",$hy2_client_tls}}"
+		sy_outbound="type = \"hysteria2\"
+server = \"127.0.0.1:$port\"
+password = \"$password\"
+$sy_tls"
+		;;
+	esac
+}
+
+echo "host: $(nproc) CPUs, $(uname -sr), $(go version | cut -d' ' -f3), ulimit -n $(ulimit -n)"
+echo "switchyard: $("$work/switchyard" version 2>&1 | head -n1)"
+echo "xray: $("$xray" version 2>&1 | head -n1)"
+status=0
+read -r -a cases <<<"${BENCH_CASES:-vless vmess trojan ss hysteria2}"
+for c in "${cases[@]}"; do
+	case "$c" in
+	vless | vmess | trojan | ss | hysteria2) ;;
+	wireguard)
+		echo
+		echo "== wireguard: skipped. Xray's wireguard inbound drops packets to a loopback"
+		echo "   destination, and socksbench's echo servers listen only on 127.0.0.1."
+		continue
+		;;
+	*)
+		echo "run.sh: unknown case $c (want vless, vmess, trojan, ss, hysteria2 or wireguard)" >&2
+		exit 2
+		;;
+	esac
+	dir="$work/$c"
+	mkdir -p "$dir"
+
+	server_port=$(free_port)
+	case_configs "$c" "$server_port"
+	cat >"$dir/server.json" <<EOF
+{"log":{"loglevel":"warning","access":"none"},
+ "inbounds":[{"listen":"127.0.0.1","port":$server_port,$server_inbound}],
+ "outbounds":[{"protocol":"freedom"}]}
+EOF
+	launch "$dir/server.log" "$xray" run -c "$dir/server.json"
+	if [ "$udp" = 1 ]; then
+		wait_udp "xray server" "$last_pid" "$server_port" "$dir/server.log"
+	else
+		wait_listening "xray server" "$last_pid" "$server_port" "$dir/server.log"
+	fi
+
+	sy_port=$(free_port)
+	cat >"$dir/switchyard.toml" <<EOF
+[log]
+level = "warn"
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:$sy_port"
+
+[[outbounds]]
+tag = "proxy"
+$sy_outbound
+
+[route]
+final = "proxy"
+EOF
+	launch "$dir/switchyard.log" "$work/switchyard" run -c "$dir/switchyard.toml"
+	sy_pid=$last_pid
+	wait_listening switchyard "$sy_pid" "$sy_port" "$dir/switchyard.log"
+
+	xc_port=$(free_port)
+	cat >"$dir/client.json" <<EOF
+{"log":{"loglevel":"warning","access":"none"},
+ "inbounds":[{"listen":"127.0.0.1","port":$xc_port,"protocol":"socks","settings":{"auth":"noauth","udp":false}}],
+ "outbounds":[$client_outbound]}
+EOF
+	launch "$dir/xray-client.log" "$xray" run -c "$dir/client.json"
+	xc_pid=$last_pid
+	wait_listening "xray client" "$xc_pid" "$xc_port" "$dir/xray-client.log"
+
+	echo
+	echo "== $label: switchyard vs xray, both clients of one xray server"
+	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" "$@" || status=$?
+
+	for log in "$dir"/*.log; do
+		# Xray warns at start that Trojan and Shadowsocks are deprecated
+		# (through common/errors): not an error of the run.
+		if grep -iE 'error|panic|fatal|fail' "$log" 2>/dev/null | grep -qv 'is deprecated'; then
+			echo
+			echo "$(basename "$log" .log) logged errors (last 10 such lines):"
+			grep -iE 'error|panic|fatal|fail' "$log" | grep -v 'is deprecated' | tail -n 10
+		fi
+	done
+	stop_all
+done
+exit "$status"
