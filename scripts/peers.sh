@@ -7,7 +7,7 @@ set -euo pipefail
 XRAY_VERSION=v1.260327.0
 SINGBOX_VERSION=v1.14.1
 SINGBOX_TAGS=with_quic,with_utls,with_gvisor
-CACHE=${SWITCHYARD_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard-peers}
+CACHE=${SWITCHYARD_PEERS:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/switchyard-peers}
 
 xray_bin() { echo "$CACHE/xray-$XRAY_VERSION/xray"; }
 singbox_bin() { echo "$CACHE/sing-box-$SINGBOX_VERSION/sing-box"; }
