@@ -14,6 +14,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 cd "$root"
 
 # Raise the descriptor limit for everything started from here: the memory
@@ -48,50 +50,8 @@ echo "building socksbench" >&2
 go build -o "$work/socksbench" ./bench/socksbench
 
 # A free loopback port: random in 20000-29999, not currently accepting.
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 10000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	echo "run.sh: no free port found" >&2
-	return 1
-}
 
-# The same environment for every proxy: nothing inherited but PATH and
-# HOME, so no GOMAXPROCS, GOGC, GOMEMLIMIT or GODEBUG tunes one of them.
-launch() { # name log cmd...
-	local name=$1 log=$2
-	shift 2
-	local pre=()
-	if [ -n "${BENCH_CPUS:-}" ]; then
-		pre=(taskset -c "$BENCH_CPUS")
-	fi
-	env -i PATH="$PATH" HOME="$HOME" "${pre[@]}" "$@" >"$log" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
-}
 
-wait_listening() { # name pid port log
-	local name=$1 pid=$2 port=$3 log=$4
-	for _ in $(seq 200); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "run.sh: $name exited; its log:" >&2
-			cat "$log" >&2
-			return 1
-		fi
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "run.sh: $name does not listen on 127.0.0.1:$port; its log:" >&2
-	cat "$log" >&2
-	return 1
-}
 
 first_line() { # cmd... : the first line of its output, never failing
 	local out
@@ -116,7 +76,7 @@ listen = "127.0.0.1:$port"
 [route]
 final = "direct"
 EOF
-	launch switchyard "$work/switchyard.log" "$work/switchyard" run -c "$work/switchyard.toml"
+	launch "$work/switchyard.log" "$work/switchyard" run -c "$work/switchyard.toml"
 	wait_listening switchyard "$last_pid" "$port" "$work/switchyard.log"
 	versions+=("switchyard: $(first_line "$work/switchyard" version)")
 	bench_args+=(-target "switchyard=127.0.0.1:$port,$last_pid")
@@ -147,7 +107,7 @@ start_xray() {
   ]
 }
 EOF
-	launch xray "$work/xray.log" "$bin" run -c "$work/xray.json"
+	launch "$work/xray.log" "$bin" run -c "$work/xray.json"
 	wait_listening xray "$last_pid" "$port" "$work/xray.log"
 	versions+=("xray: $(first_line "$bin" version)")
 	bench_args+=(-target "xray=127.0.0.1:$port,$last_pid")

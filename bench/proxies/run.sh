@@ -26,6 +26,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 cd "$root"
 
 ulimit -Hn 1048576 2>/dev/null || true
@@ -59,50 +61,8 @@ uuid=b831381d-6324-4d53-ad4f-8cda48b30811
 password=bench-switchyard-password
 host=bench.switchyard.test
 
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 10000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	echo "run.sh: no free port found" >&2
-	return 1
-}
 
-# The same environment for every process: nothing inherited but PATH and
-# HOME, so no GOMAXPROCS, GOGC, GOMEMLIMIT or GODEBUG tunes one of them.
-launch() { # log cmd...
-	local log=$1
-	shift
-	local pre=()
-	if [ -n "${BENCH_CPUS:-}" ]; then
-		pre=(taskset -c "$BENCH_CPUS")
-	fi
-	env -i PATH="$PATH" HOME="$HOME" "${pre[@]}" "$@" >"$log" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
-}
 
-wait_listening() { # name pid port log
-	local name=$1 pid=$2 port=$3 log=$4
-	for _ in $(seq 200); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "run.sh: $name exited; its log:" >&2
-			cat "$log" >&2
-			return 1
-		fi
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "run.sh: $name does not listen on 127.0.0.1:$port; its log:" >&2
-	cat "$log" >&2
-	return 1
-}
 
 # wait_udp NAME PID PORT LOG: a UDP server cannot be probed by a connect, so
 # wait until the process holds the port (ss) or, without ss, a second.
