@@ -206,10 +206,15 @@ func udpEcho(t *testing.T, prefix string) string {
 // server and requires them back byte for byte.
 func checkTCP(t *testing.T, proxy string) {
 	t.Helper()
-	echo := tcpEcho(t)
+	checkTCPTo(t, proxy, tcpEcho(t))
+}
+
+// checkTCPTo is checkTCP toward a given echo server.
+func checkTCPTo(t *testing.T, proxy, echo string) {
+	t.Helper()
 	c, err := socksclient.Dial(proxy, echo, "", "")
 	if err != nil {
-		t.Fatalf("CONNECT through switchyard: %v", err)
+		t.Fatalf("CONNECT %s through switchyard: %v", echo, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
@@ -232,16 +237,10 @@ func checkTCP(t *testing.T, proxy string) {
 	}
 }
 
-// checkUDP sends datagrams of 1..1400 bytes to each peer through one SOCKS5
-// association and requires each reply, attributed to the peer it came from.
-// With one peer it checks a single-target protocol; with two, per-packet
-// addressing.
-func checkUDP(t *testing.T, proxy string, npeers int) {
+// checkUDPTo is checkUDP toward given echo servers, the i-th answering
+// "p<i>:" + payload.
+func checkUDPTo(t *testing.T, proxy string, targets []string) {
 	t.Helper()
-	var targets []string
-	for i := range npeers {
-		targets = append(targets, udpEcho(t, fmt.Sprintf("p%d:", i)))
-	}
 	a, err := socksclient.Associate(proxy)
 	if err != nil {
 		t.Fatalf("UDP ASSOCIATE through switchyard: %v", err)
@@ -267,4 +266,17 @@ func checkUDP(t *testing.T, proxy string, npeers int) {
 			}
 		}
 	}
+}
+
+// checkUDP sends datagrams of 1..1400 bytes to each peer through one SOCKS5
+// association and requires each reply, attributed to the peer it came from.
+// With one peer it checks a single-target protocol; with two, per-packet
+// addressing.
+func checkUDP(t *testing.T, proxy string, npeers int) {
+	t.Helper()
+	var targets []string
+	for i := range npeers {
+		targets = append(targets, udpEcho(t, fmt.Sprintf("p%d:", i)))
+	}
+	checkUDPTo(t, proxy, targets)
 }

@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,13 +11,10 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.zx2c4.com/wireguard/conn"
 	"golang.zx2c4.com/wireguard/device"
 	"golang.zx2c4.com/wireguard/tun/netstack"
-
-	"switchyard/test/socksclient"
 )
 
 // The WireGuard client against Xray's wireguard inbound and a WireGuard
@@ -255,63 +251,4 @@ func startNetstackPeer(t *testing.T, server wgKeys, clientPublic string, port in
 		wg.Wait()
 		dev.Close()
 	})
-}
-
-// checkTCPTo is checkTCP toward a given echo server.
-func checkTCPTo(t *testing.T, proxy, echo string) {
-	t.Helper()
-	c, err := socksclient.Dial(proxy, echo, "", "")
-	if err != nil {
-		t.Fatalf("CONNECT %s through switchyard: %v", echo, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	payload := make([]byte, 1<<20)
-	rand.Read(payload)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Write(payload)
-		errc <- err
-	}()
-	got := make([]byte, len(payload))
-	if _, err := io.ReadFull(c, got); err != nil {
-		t.Fatalf("reading the echo: %v", err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatalf("writing: %v", err)
-	}
-	if !bytes.Equal(got, payload) {
-		t.Fatal("1 MiB echo differs")
-	}
-}
-
-// checkUDPTo is checkUDP toward given echo servers, the i-th answering
-// "p<i>:" + payload.
-func checkUDPTo(t *testing.T, proxy string, targets []string) {
-	t.Helper()
-	a, err := socksclient.Associate(proxy)
-	if err != nil {
-		t.Fatalf("UDP ASSOCIATE through switchyard: %v", err)
-	}
-	defer a.Close()
-	for _, size := range []int{1, 2, 100, 512, 1000, 1400} {
-		for i, to := range targets {
-			payload := make([]byte, size)
-			rand.Read(payload)
-			want := append([]byte(fmt.Sprintf("p%d:", i)), payload...)
-			var from string
-			var got []byte
-			ok := false
-			for try := 0; try < 3 && !ok; try++ {
-				a.Send(to, payload)
-				from, got, ok = a.Recv(2 * time.Second)
-			}
-			if !ok {
-				t.Fatalf("no UDP reply of %d bytes from %s", size, to)
-			}
-			if from != to || !bytes.Equal(got, want) {
-				t.Fatalf("UDP reply of %d bytes from %s (want %s), payload equal: %v", len(got), from, to, bytes.Equal(got, want))
-			}
-		}
-	}
 }
