@@ -239,14 +239,23 @@ func checkTCPTo(t *testing.T, proxy, echo string) {
 
 // checkUDPTo is checkUDP toward given echo servers, the i-th answering
 // "p<i>:" + payload.
+// udpSizes are the datagram sizes every UDP check sends.
+var udpSizes = []int{1, 2, 100, 512, 1000, 1400}
+
 func checkUDPTo(t *testing.T, proxy string, targets []string) {
+	t.Helper()
+	checkUDPSizes(t, proxy, targets, udpSizes)
+}
+
+// checkUDPSizes is checkUDPTo with datagrams of the given sizes.
+func checkUDPSizes(t *testing.T, proxy string, targets []string, sizes []int) {
 	t.Helper()
 	a, err := socksclient.Associate(proxy)
 	if err != nil {
 		t.Fatalf("UDP ASSOCIATE through switchyard: %v", err)
 	}
 	defer a.Close()
-	for _, size := range []int{1, 2, 100, 512, 1000, 1400} {
+	for _, size := range sizes {
 		for i, to := range targets {
 			payload := make([]byte, size)
 			rand.Read(payload)
@@ -274,9 +283,16 @@ func checkUDPTo(t *testing.T, proxy string, targets []string) {
 // addressing.
 func checkUDP(t *testing.T, proxy string, npeers int) {
 	t.Helper()
+	checkUDPTo(t, proxy, udpEchoes(t, npeers))
+}
+
+// udpEchoes starts n UDP echo servers on loopback; the i-th prefixes its
+// replies with "p<i>:", as the checks expect.
+func udpEchoes(t *testing.T, n int) []string {
+	t.Helper()
 	var targets []string
-	for i := range npeers {
+	for i := range n {
 		targets = append(targets, udpEcho(t, fmt.Sprintf("p%d:", i)))
 	}
-	checkUDPTo(t, proxy, targets)
+	return targets
 }
