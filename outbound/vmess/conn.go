@@ -58,6 +58,18 @@ func (c *streamConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
+	// Chunks already read from the upstream join this Read while p has
+	// room: a server's small chunks (Xray's are 8 KiB) then cost one write
+	// downstream per read of the upstream, not one per chunk.
+	for n < len(p) && len(c.pending) == 0 {
+		payload := c.rd.buffered()
+		if payload == nil {
+			break
+		}
+		m := copy(p[n:], payload)
+		n += m
+		c.pending = payload[m:]
+	}
 	return n, nil
 }
 

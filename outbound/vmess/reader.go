@@ -60,6 +60,28 @@ func (fr *frameReader) next() ([]byte, error) {
 	return nil, fr.err
 }
 
+// buffered returns the next payload when its whole frame is already in the
+// buffer, and nil otherwise; it never reads from the upstream. A failure or
+// the end of the body is kept for next to return.
+func (fr *frameReader) buffered() []byte {
+	for fr.err == nil && fr.r < fr.w {
+		frame, payload, err := fr.dec.Decode(fr.buf[fr.r:fr.w])
+		switch {
+		case err != nil:
+			fr.err = err
+		case frame > fr.w-fr.r:
+			return nil
+		default:
+			fr.r += frame
+			fr.opened = true
+			if len(payload) > 0 {
+				return payload
+			}
+		}
+	}
+	return nil
+}
+
 // fill reads once from the upstream, first moving the undecoded bytes to the
 // front of the buffer when the frame would not fit after them.
 func (fr *frameReader) fill(frameEnd int) error {

@@ -383,3 +383,35 @@ func FuzzStreamRead(f *testing.F) {
 		t.Fatal("reads never ended")
 	})
 }
+
+// Chunks that arrived together are handed out by one Read, so a server's
+// small chunks cost one write downstream per read of the upstream. A
+// failure after them is kept for the next Read.
+func TestOneReadReturnsEveryBufferedChunk(t *testing.T) {
+	for _, sec := range []protocol.Security{protocol.SecurityAES128GCM, protocol.SecurityChacha20Poly1305, protocol.SecurityNone, protocol.SecurityZero} {
+		s, req := allocSession(t, sec, protocol.CommandTCP)
+		body := req.ResponseBody()
+		wire := req.AppendResponseHeader(nil, req.Check)
+		for _, p := range []string{"one ", "two ", "three"} {
+			wire = body.AppendChunk(wire, []byte(p))
+		}
+		sealed := s.Framed() && sec != protocol.SecurityNone && sec != protocol.SecurityZero
+		if sealed {
+			bad := body.AppendChunk(nil, []byte("tampered"))
+			bad[protocol.SizeFieldLen] ^= 1 // the sealed payload's first byte
+			wire = append(wire, bad...)
+		}
+		c := newStreamConn(&bytesConn{script: [][]byte{wire}}, s)
+		buf := make([]byte, 32<<10)
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != "one two three" {
+			t.Fatalf("%v: first Read: %q, %v", sec, buf[:n], err)
+		}
+		if !sealed {
+			continue
+		}
+		if _, err := c.Read(buf); !errors.Is(err, protocol.ErrChunkAuth) {
+			t.Fatalf("%v: second Read: %v", sec, err)
+		}
+	}
+}
