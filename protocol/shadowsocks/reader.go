@@ -97,7 +97,34 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, r.plain)
 	r.plain = r.plain[n:]
+	// Chunks already read from the upstream join this Read while p has
+	// room, so small chunks cost one write downstream per read of the
+	// upstream. A failure among them is kept for the next Read.
+	for n < len(p) && len(r.plain) == 0 && r.err == nil && r.buffered() {
+		if err := r.step(); err != nil {
+			r.err = err
+			break
+		}
+		m := copy(p[n:], r.plain)
+		n += m
+		r.plain = r.plain[m:]
+	}
 	return n, nil
+}
+
+// buffered reports whether the next body frame (a chunk's length or its
+// payload) is whole in the buffer, so that step reads nothing.
+func (r *Reader) buffered() bool {
+	var n int
+	switch r.state {
+	case readLength:
+		n = 2 + TagLen
+	case readPayload:
+		n = r.want + TagLen
+	default:
+		return false
+	}
+	return r.tail-r.head >= n
 }
 
 // step decodes the next frame.

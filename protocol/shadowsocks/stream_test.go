@@ -294,3 +294,26 @@ func TestSealerChunking(t *testing.T) {
 		t.Fatalf("2022: sealed %d bytes into %d", n, len(out))
 	}
 }
+
+// Chunks that arrived together are handed out by one Read while p has room;
+// a failure after them is kept for the next Read.
+func TestOneReadReturnsEveryBufferedChunk(t *testing.T) {
+	for _, tc := range cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustCipher(t, tc.method, tc.password)
+			_, _, resp, _ := c.Request(nil, targets[0])
+			back := random(5000)
+			down := response(c, resp.reqSalt[:c.m.KeyLen], back, time.Now().Unix(), 1000)
+			down[len(down)-1] ^= 0x40 // the last chunk's tag
+			r := resp.NewReader(bytes.NewReader(down), make([]byte, c.m.BufSize()))
+			p := make([]byte, 32<<10)
+			n, err := r.Read(p)
+			if err != nil || !bytes.Equal(p[:n], back[:4000]) {
+				t.Fatalf("first Read: %d bytes, %v; want the first four chunks (4000 bytes)", n, err)
+			}
+			if _, err := r.Read(p); !errors.Is(err, ErrAuth) {
+				t.Fatalf("second Read: %v, want ErrAuth", err)
+			}
+		})
+	}
+}
