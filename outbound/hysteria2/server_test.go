@@ -3,20 +3,11 @@ package hysteria2
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,20 +15,20 @@ import (
 	"time"
 
 	"github.com/apernet/hysteria/core/v2/server"
-	"github.com/apernet/hysteria/extras/v2/obfs"
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	"switchyard/outbound/hysteria2/internal/hy2test"
 	"switchyard/spec"
 )
 
 const (
-	testHost     = "hy2.test"
-	testPassword = "hy2-secret"
+	testHost     = hy2test.Host
+	testPassword = hy2test.Password
 )
 
-// testCert is a self-signed certificate for testHost, written as a PEM file
-// that a client takes as its ca_file.
+// testCert is a self-signed certificate for testHost and the PEM file a
+// client takes as its ca_file.
 type testCert struct {
 	cert   tls.Certificate
 	caFile string
@@ -45,38 +36,18 @@ type testCert struct {
 
 func newTestCert(t *testing.T) testCert {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: testHost},
-		DNSNames:              []string{testHost},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return testCert{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, caFile: path}
+	c := hy2test.NewCert(t)
+	return testCert{cert: c.Certificate, caFile: c.CAFile}
 }
 
-// testServer is the in-process core/v2 Hysteria 2 server on loopback.
+// testServer is the in-process core/v2 Hysteria 2 server of hy2test, under
+// the names this package's tests use.
 type testServer struct {
+	*hy2test.Server
 	addr     netip.AddrPort
 	cert     testCert
-	sessions atomic.Int32  // connections that authenticated
-	lastTx   atomic.Uint64 // the receive rate the last client announced
+	sessions *atomic.Int32  // connections that authenticated
+	lastTx   *atomic.Uint64 // the receive rate the last client announced
 }
 
 type serverOptions struct {
@@ -87,47 +58,14 @@ type serverOptions struct {
 
 func startServer(t *testing.T, opts serverOptions) *testServer {
 	t.Helper()
-	s := &testServer{cert: newTestCert(t)}
-	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
+	s := hy2test.Start(t, hy2test.Options{DisableUDP: opts.disableUDP, Obfs: opts.obfs, Outbound: opts.outbound})
+	return &testServer{
+		Server:   s,
+		addr:     s.Addr,
+		cert:     testCert{cert: s.Cert.Certificate, caFile: s.Cert.CAFile},
+		sessions: &s.Sessions,
+		lastTx:   &s.LastTx,
 	}
-	s.addr = uc.LocalAddr().(*net.UDPAddr).AddrPort()
-	var pc net.PacketConn = uc
-	if opts.obfs != "" {
-		if pc, err = obfs.WrapPacketConnSalamander(uc, []byte(opts.obfs)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, err := server.NewServer(&server.Config{
-		TLSConfig:     server.TLSConfig{Certificates: []tls.Certificate{s.cert.cert}},
-		Conn:          pc,
-		Outbound:      opts.outbound,
-		DisableUDP:    opts.disableUDP,
-		Authenticator: authFunc(s.authenticate),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { srv.Serve(); close(done) }()
-	t.Cleanup(func() { srv.Close(); <-done })
-	return s
-}
-
-func (s *testServer) authenticate(_ net.Addr, auth string, tx uint64) (bool, string) {
-	if auth != testPassword {
-		return false, ""
-	}
-	s.sessions.Add(1)
-	s.lastTx.Store(tx)
-	return true, "user"
-}
-
-type authFunc func(net.Addr, string, uint64) (bool, string)
-
-func (f authFunc) Authenticate(addr net.Addr, auth string, tx uint64) (bool, string) {
-	return f(addr, auth, tx)
 }
 
 // testSpec is a Hysteria 2 outbound aimed at addr that trusts cert.
