@@ -14,16 +14,51 @@ type Observed interface {
 	ObserveWrite(n int64)
 }
 
-// Unwrap follows Observed wrappers down to the innermost conn and returns it
-// with the wrappers passed, outermost first.
+// Passthrough is a protocol conn that, once its preamble is done (its
+// header written and the answer read), moves bytes unchanged both ways on
+// the conn under it. Through returns that conn from then on, and nil
+// before. It may be called from any goroutine.
+type Passthrough interface {
+	net.Conn
+	Through() net.Conn
+}
+
+// Unwrap follows Observed wrappers, and Passthrough conns whose preamble is
+// done, down to the innermost conn and returns it with the Observed
+// wrappers passed, outermost first.
 func Unwrap(c net.Conn) (net.Conn, []Observed) {
 	var layers []Observed
 	for {
-		o, ok := c.(Observed)
-		if !ok {
+		switch o := c.(type) {
+		case Observed:
+			layers = append(layers, o)
+			c = o.NetConn()
+		case Passthrough:
+			inner := o.Through()
+			if inner == nil {
+				return c, layers
+			}
+			c = inner
+		default:
 			return c, layers
 		}
-		layers = append(layers, o)
-		c = o.NetConn()
+	}
+}
+
+// Settling reports whether c, followed as Unwrap does, stops at a
+// Passthrough conn whose preamble is not done yet: Unwrap may then reach
+// further later.
+func Settling(c net.Conn) bool {
+	for {
+		switch o := c.(type) {
+		case Observed:
+			c = o.NetConn()
+		case Passthrough:
+			if c = o.Through(); c == nil {
+				return true
+			}
+		default:
+			return false
+		}
 	}
 }

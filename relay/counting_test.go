@@ -30,7 +30,9 @@ func (c *counting) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *counting) CloseWrite() error    { return c.Conn.(*net.TCPConn).CloseWrite() }
+func (c *counting) CloseWrite() error {
+	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
 func (c *counting) NetConn() net.Conn    { return c.Conn }
 func (c *counting) ObserveRead(n int64)  { c.read.Add(n) }
 func (c *counting) ObserveWrite(n int64) { c.written.Add(n) }

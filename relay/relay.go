@@ -116,6 +116,7 @@ type direction struct {
 
 	tcpSrc, tcpDst       *net.TCPConn
 	srcLayers, dstLayers []netx.Observed
+	settling             bool // copying until a Passthrough end is done with its preamble
 }
 
 func (d *direction) poke() {
@@ -153,21 +154,31 @@ func (d *direction) quiet() bool {
 	return false
 }
 
-// setup picks the path: splice when both ends are plain TCP sockets under
-// nothing but Observed wrappers, a userspace copy otherwise.
+// setup picks the path and the conn whose read deadline bounds the
+// direction.
 func (d *direction) setup() {
+	d.pick()
+	d.deadline = d.src
+	if d.path == PathSplice {
+		d.deadline = d.tcpSrc
+	}
+	d.settling = d.path == PathCopy && (netx.Settling(d.src) || netx.Settling(d.dst))
+}
+
+// pick chooses splice when both ends are plain TCP sockets under nothing but
+// Observed wrappers and Passthrough conns done with their preamble, a
+// userspace copy otherwise.
+func (d *direction) pick() {
 	rawSrc, srcLayers := netx.Unwrap(d.src)
 	rawDst, dstLayers := netx.Unwrap(d.dst)
 	ts, okSrc := rawSrc.(*net.TCPConn)
 	td, okDst := rawDst.(*net.TCPConn)
 	if okSrc && okDst {
 		d.path = PathSplice
-		d.deadline = ts
 		d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers = ts, td, srcLayers, dstLayers
 		return
 	}
 	d.path = PathCopy
-	d.deadline = d.src
 }
 
 func (d *direction) run() error {
@@ -175,6 +186,19 @@ func (d *direction) run() error {
 		return d.splice(d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers)
 	}
 	return d.copy()
+}
+
+// resettle picks the path again once a Passthrough conn on either end is
+// done with its preamble, and reports whether the direction may now splice.
+// The read deadline stays on d.src, which reaches the same socket (the
+// other direction may be poking it).
+func (d *direction) resettle() bool {
+	if netx.Settling(d.src) || netx.Settling(d.dst) {
+		return false
+	}
+	d.settling = false
+	d.pick()
+	return d.path == PathSplice
 }
 
 // splice moves bytes with (*net.TCPConn).ReadFrom over a LimitedReader of the
@@ -240,6 +264,9 @@ func (d *direction) copy() error {
 			d.n += int64(w)
 			if werr != nil {
 				return werr
+			}
+			if d.settling && err == nil && d.resettle() {
+				return d.splice(d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers)
 			}
 		}
 		switch {

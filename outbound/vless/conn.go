@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 
+	"switchyard/netx"
 	"switchyard/outbound/internal/proxyconn"
 	codec "switchyard/protocol/vless"
 )
@@ -22,6 +24,20 @@ type streamConn struct {
 	have int
 	done bool
 	bad  error // the response header was refused; final
+
+	through atomic.Bool // done, as seen from any goroutine
+}
+
+var _ netx.Passthrough = (*streamConn)(nil)
+
+// Through returns the transport's conn once the response header has been
+// read: from then on bytes pass unchanged both ways (the request header
+// went out with the dial), so a relay may splice them.
+func (c *streamConn) Through() net.Conn {
+	if c.through.Load() {
+		return c.Conn
+	}
+	return nil
 }
 
 // Read reads the response header first, then the flow's bytes.
@@ -46,6 +62,7 @@ func (c *streamConn) response() error {
 		}
 		if n <= c.have {
 			c.done = true
+			c.through.Store(true)
 			return nil
 		}
 		m, err := c.Conn.Read(c.hdr[c.have:n])

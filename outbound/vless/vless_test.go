@@ -252,3 +252,39 @@ func TestCancelledDial(t *testing.T) {
 		t.Fatal("dialed with a cancelled context")
 	}
 }
+
+// Over plain TCP a VLESS stream is the transport's bytes once the response
+// header is read: from then on it hands the TCP conn to a relay to splice,
+// and not before.
+func TestStreamIsPassthroughOnceAnswered(t *testing.T) {
+	addr := proxytest.Listen(t, func(c net.Conn) {
+		readRequest(t, c, codec.CmdTCP)
+		c.Write([]byte{0, 0})
+		io.Copy(c, c)
+	})
+	c, err := newVLESS(t, addr, "").DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !netx.Settling(c) {
+		t.Fatal("the stream passes through before its response header was read")
+	}
+	c.Write([]byte("ping"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+		t.Fatalf("%q, %v", b, err)
+	}
+	if netx.Settling(c) {
+		t.Fatal("still settling after the response header")
+	}
+	if inner, _ := netx.Unwrap(c); !isTCP(inner) {
+		t.Fatalf("unwraps to %T", inner)
+	}
+}
+
+func isTCP(c net.Conn) bool {
+	_, ok := c.(*net.TCPConn)
+	return ok
+}
