@@ -14,19 +14,20 @@ type Observed interface {
 	ObserveWrite(n int64)
 }
 
-// Passthrough is a protocol conn that, once its preamble is done (its
-// header written and the answer read), moves bytes unchanged both ways on
-// the conn under it. Through returns that conn from then on, and nil
-// before. It may be called from any goroutine.
+// Passthrough is a protocol conn that, once its preamble is done in a
+// direction (its header written, or the answer read), moves that
+// direction's bytes unchanged on the conn under it. Through returns that
+// conn for reads (read set) or writes from then on, and nil before. It may
+// be called from any goroutine.
 type Passthrough interface {
 	net.Conn
-	Through() net.Conn
+	Through(read bool) net.Conn
 }
 
-// Unwrap follows Observed wrappers, and Passthrough conns whose preamble is
-// done, down to the innermost conn and returns it with the Observed
-// wrappers passed, outermost first.
-func Unwrap(c net.Conn) (net.Conn, []Observed) {
+// Unwrap follows Observed wrappers, and Passthrough conns done with their
+// preamble for reads (read set) or writes, down to the innermost conn and
+// returns it with the Observed wrappers passed, outermost first.
+func Unwrap(c net.Conn, read bool) (net.Conn, []Observed) {
 	var layers []Observed
 	for {
 		switch o := c.(type) {
@@ -34,7 +35,7 @@ func Unwrap(c net.Conn) (net.Conn, []Observed) {
 			layers = append(layers, o)
 			c = o.NetConn()
 		case Passthrough:
-			inner := o.Through()
+			inner := o.Through(read)
 			if inner == nil {
 				return c, layers
 			}
@@ -46,15 +47,15 @@ func Unwrap(c net.Conn) (net.Conn, []Observed) {
 }
 
 // Settling reports whether c, followed as Unwrap does, stops at a
-// Passthrough conn whose preamble is not done yet: Unwrap may then reach
-// further later.
-func Settling(c net.Conn) bool {
+// Passthrough conn not yet done with its preamble for reads (read set) or
+// writes: Unwrap may reach further later.
+func Settling(c net.Conn, read bool) bool {
 	for {
 		switch o := c.(type) {
 		case Observed:
 			c = o.NetConn()
 		case Passthrough:
-			if c = o.Through(); c == nil {
+			if c = o.Through(read); c == nil {
 				return true
 			}
 		default:

@@ -36,23 +36,23 @@ func (c *preamble) Read(p []byte) (int, error) {
 	return c.TCPConn.Read(p)
 }
 
-func (c *preamble) Through() net.Conn {
-	if c.done.Load() {
+func (c *preamble) Through(read bool) net.Conn {
+	if !read || c.done.Load() {
 		return c.TCPConn
 	}
 	return nil
 }
 
-// A Passthrough upstream is copied until its preamble is done, then both
-// directions splice beneath it; the wrapper above it hears every byte.
+// Writes to a Passthrough upstream splice from the start; reads from it are
+// copied until its preamble is done, then splice too. The wrapper above it
+// hears every byte.
 func TestSpliceOnceAPassthroughConnIsThrough(t *testing.T) {
 	client, inbound := tcpPair(t)
 	upstream, server := tcpPair(t)
 	obs := &counting{Conn: &preamble{TCPConn: upstream}}
 	done := relayed(inbound, obs, time.Minute)
 
-	// The client speaks first, before the server's answer: that part is
-	// copied (the preamble is not done).
+	// The client speaks first, before the server's answer.
 	first := pattern(1000, 5)
 	client.Write(first)
 	got := make([]byte, len(first))
@@ -68,7 +68,6 @@ func TestSpliceOnceAPassthroughConnIsThrough(t *testing.T) {
 	server.Write(response)
 	server.CloseWrite()
 	same(t, "client received", wait(t, clientGot, "the response"), response)
-	// The upload direction learns of the answer at its next read.
 	client.Write(request)
 	client.CloseWrite()
 	same(t, "upstream received", wait(t, serverGot, "the request"), request)

@@ -162,15 +162,15 @@ func (d *direction) setup() {
 	if d.path == PathSplice {
 		d.deadline = d.tcpSrc
 	}
-	d.settling = d.path == PathCopy && (netx.Settling(d.src) || netx.Settling(d.dst))
+	d.settling = d.path == PathCopy && (netx.Settling(d.src, true) || netx.Settling(d.dst, false))
 }
 
 // pick chooses splice when both ends are plain TCP sockets under nothing but
 // Observed wrappers and Passthrough conns done with their preamble, a
 // userspace copy otherwise.
 func (d *direction) pick() {
-	rawSrc, srcLayers := netx.Unwrap(d.src)
-	rawDst, dstLayers := netx.Unwrap(d.dst)
+	rawSrc, srcLayers := netx.Unwrap(d.src, true)
+	rawDst, dstLayers := netx.Unwrap(d.dst, false)
 	ts, okSrc := rawSrc.(*net.TCPConn)
 	td, okDst := rawDst.(*net.TCPConn)
 	if okSrc && okDst {
@@ -193,7 +193,7 @@ func (d *direction) run() error {
 // The read deadline stays on d.src, which reaches the same socket (the
 // other direction may be poking it).
 func (d *direction) resettle() bool {
-	if netx.Settling(d.src) || netx.Settling(d.dst) {
+	if netx.Settling(d.src, true) || netx.Settling(d.dst, false) {
 		return false
 	}
 	d.settling = false

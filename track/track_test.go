@@ -113,7 +113,7 @@ func TestConnIsObservedSoARelayCanBypassIt(t *testing.T) {
 	inner := &countConn{}
 	c := tr.Conn(tcpMeta(), inner)
 	defer c.Close()
-	raw, layers := netx.Unwrap(c)
+	raw, layers := netx.Unwrap(c, true)
 	if raw != net.Conn(inner) || len(layers) != 1 || layers[0] != netx.Observed(c) {
 		t.Fatalf("Unwrap gave %T and %d layers", raw, len(layers))
 	}

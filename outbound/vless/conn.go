@@ -30,11 +30,11 @@ type streamConn struct {
 
 var _ netx.Passthrough = (*streamConn)(nil)
 
-// Through returns the transport's conn once the response header has been
-// read: from then on bytes pass unchanged both ways (the request header
-// went out with the dial), so a relay may splice them.
-func (c *streamConn) Through() net.Conn {
-	if c.through.Load() {
+// Through returns the transport's conn for writes at once (the request
+// header went out with the dial) and for reads once the response header has
+// been read: from then on bytes pass unchanged, so a relay may splice them.
+func (c *streamConn) Through(read bool) net.Conn {
+	if !read || c.through.Load() {
 		return c.Conn
 	}
 	return nil

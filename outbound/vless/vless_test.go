@@ -253,9 +253,9 @@ func TestCancelledDial(t *testing.T) {
 	}
 }
 
-// Over plain TCP a VLESS stream is the transport's bytes once the response
-// header is read: from then on it hands the TCP conn to a relay to splice,
-// and not before.
+// Over plain TCP a VLESS stream is the transport's bytes, for writes from
+// the dial and for reads once the response header is read: it then hands
+// the TCP conn to a relay to splice, and not before.
 func TestStreamIsPassthroughOnceAnswered(t *testing.T) {
 	addr := proxytest.Listen(t, func(c net.Conn) {
 		readRequest(t, c, codec.CmdTCP)
@@ -267,8 +267,11 @@ func TestStreamIsPassthroughOnceAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !netx.Settling(c) {
-		t.Fatal("the stream passes through before its response header was read")
+	if !netx.Settling(c, true) {
+		t.Fatal("reads pass through before the response header was read")
+	}
+	if netx.Settling(c, false) {
+		t.Fatal("writes do not pass through after the dial")
 	}
 	c.Write([]byte("ping"))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -276,10 +279,10 @@ func TestStreamIsPassthroughOnceAnswered(t *testing.T) {
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
 		t.Fatalf("%q, %v", b, err)
 	}
-	if netx.Settling(c) {
+	if netx.Settling(c, true) {
 		t.Fatal("still settling after the response header")
 	}
-	if inner, _ := netx.Unwrap(c); !isTCP(inner) {
+	if inner, _ := netx.Unwrap(c, true); !isTCP(inner) {
 		t.Fatalf("unwraps to %T", inner)
 	}
 }
