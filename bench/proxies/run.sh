@@ -13,16 +13,21 @@
 #   trojan     Trojan over TLS
 #   ss         Shadowsocks 2022-blake3-aes-128-gcm over TCP
 #   hysteria2  Hysteria 2 over QUIC (TCP flows only)
-#   wireguard  not measured: see bench/proxies/README.md
+#   wireguard  WireGuard over UDP, userspace stacks on every side (TCP flows
+#              only); socksbench's servers listen on the machine's first
+#              non-loopback IPv4 address, as Xray's wireguard inbound drops
+#              packets to a loopback destination
 #
 # Environment:
-#   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2")
+#   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2 wireguard")
 #   BENCH_ONLY     socksbench phases (default here "up,down,rate")
 #   BENCH_RETRIES  socksbench retries of a disturbed run (default here 0: the
 #                  Xray server is busy in every run and counts among the
 #                  "other processes", so every run reads DISTURBED)
 #   BENCH_CPUS     if set, every proxy runs under `taskset -c $BENCH_CPUS`
 #   BENCH_KEEP     if set, keep the work folder (configs, logs, binaries)
+#   BENCH_DEST     no effect: the script passes socksbench's -dest itself
+#                  (127.0.0.1, or for wireguard the machine's address)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,8 +66,31 @@ uuid=b831381d-6324-4d53-ad4f-8cda48b30811
 password=bench-switchyard-password
 host=bench.switchyard.test
 
+# host_ipv4 prints the machine's first non-loopback IPv4 address that is up
+# (scope global, so no link-local one either).
+host_ipv4() {
+	local a=""
+	if command -v ip >/dev/null; then
+		a=$(ip -4 -o addr show scope global up 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
+	fi
+	if [ -z "$a" ] && command -v hostname >/dev/null; then
+		a=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -vE '^(127|169\.254)\.' | head -n1 || true)
+	fi
+	if [ -z "$a" ]; then
+		echo "run.sh: wireguard: no non-loopback IPv4 address on this machine; Xray's wireguard inbound drops packets to a loopback destination, so socksbench's servers need one" >&2
+		return 1
+	fi
+	echo "$a"
+}
 
-
+# wg_keys PRIVATE_VAR PUBLIC_VAR: a fresh X25519 key pair, each key the base64
+# of its raw 32 bytes (the last 32 bytes of openssl's DER forms).
+wg_keys() {
+	local pem
+	pem=$(openssl genpkey -algorithm X25519)
+	printf -v "$1" '%s' "$(openssl pkey -outform DER <<<"$pem" | tail -c 32 | base64)"
+	printf -v "$2" '%s' "$(openssl pkey -pubout -outform DER <<<"$pem" | tail -c 32 | base64)"
+}
 
 # wait_udp NAME PID PORT LOG: a UDP server cannot be probed by a connect, so
 # wait until the process holds the port (ss) or, without ss, a second.
@@ -112,12 +140,14 @@ hy2_client_tls="\"tlsSettings\":{\"serverName\":\"$host\",\"alpn\":[\"h3\"],\"ce
 sy_tls="tls = { server_name = \"$host\", ca_file = \"$work/cert.pem\" }"
 
 # case_configs CASE PORT: sets label, udp (1 if the server listens on UDP),
-# server_inbound (the Xray server's inbound object, minus listen and port),
-# client_outbound (the Xray client's outbound object) and sy_outbound (the
-# keys of switchyard's outbound after type).
+# dest (the address socksbench's servers listen on), server_inbound (the Xray
+# server's inbound object, minus listen and port), client_outbound (the Xray
+# client's outbound object) and sy_outbound (the keys of switchyard's
+# outbound after type).
 case_configs() {
 	local c=$1 port=$2
 	udp=0
+	dest=127.0.0.1
 	case "$c" in
 	vless)
 		label="vless over tcp"
@@ -164,6 +194,32 @@ server = \"127.0.0.1:$port\"
 password = \"$password\"
 $sy_tls"
 		;;
+	wireguard)
+		# One server peer per client, each with its own key and tunnel
+		# address: two clients sharing a key would roam the one peer's
+		# endpoint between them and break each other's sessions. Both
+		# clients: MTU 1408 (switchyard's default), every address routed
+		# into the tunnel, no keepalive, no preshared key. Xray's client
+		# gets noKernelTun, so it runs wireguard-go on a gVisor stack as
+		# switchyard does, not a kernel TUN (which, as root, it would pick
+		# and would also change the host's routing).
+		label="wireguard (userspace), tcp flows"
+		udp=1
+		dest=$(host_ipv4)
+		local server_key server_pub sy_key sy_pub xc_key xc_pub
+		wg_keys server_key server_pub
+		wg_keys sy_key sy_pub
+		wg_keys xc_key xc_pub
+		server_inbound="\"protocol\":\"wireguard\",\"settings\":{\"secretKey\":\"$server_key\",\"address\":[\"10.7.0.1/32\"],\"mtu\":1408,\"peers\":[{\"publicKey\":\"$sy_pub\",\"allowedIPs\":[\"10.7.0.2/32\"]},{\"publicKey\":\"$xc_pub\",\"allowedIPs\":[\"10.7.0.3/32\"]}]}"
+		client_outbound="{\"protocol\":\"wireguard\",\"settings\":{\"secretKey\":\"$xc_key\",\"address\":[\"10.7.0.3/32\"],\"mtu\":1408,\"noKernelTun\":true,\"peers\":[{\"publicKey\":\"$server_pub\",\"endpoint\":\"127.0.0.1:$port\",\"allowedIPs\":[\"0.0.0.0/0\",\"::/0\"]}]}}"
+		sy_outbound="type = \"wireguard\"
+endpoint = \"127.0.0.1:$port\"
+private_key = \"$sy_key\"
+peer_public_key = \"$server_pub\"
+addresses = [\"10.7.0.2/32\"]
+mtu = 1408
+allowed_ips = [\"0.0.0.0/0\", \"::/0\"]"
+		;;
 	esac
 }
 
@@ -171,16 +227,10 @@ echo "host: $(nproc) CPUs, $(uname -sr), $(go version | cut -d' ' -f3), ulimit -
 echo "switchyard: $("$work/switchyard" version 2>&1 | head -n1)"
 echo "xray: $("$xray" version 2>&1 | head -n1)"
 status=0
-read -r -a cases <<<"${BENCH_CASES:-vless vmess trojan ss hysteria2}"
+read -r -a cases <<<"${BENCH_CASES:-vless vmess trojan ss hysteria2 wireguard}"
 for c in "${cases[@]}"; do
 	case "$c" in
-	vless | vmess | trojan | ss | hysteria2) ;;
-	wireguard)
-		echo
-		echo "== wireguard: skipped. Xray's wireguard inbound drops packets to a loopback"
-		echo "   destination, and socksbench's echo servers listen only on 127.0.0.1."
-		continue
-		;;
+	vless | vmess | trojan | ss | hysteria2 | wireguard) ;;
 	*)
 		echo "run.sh: unknown case $c (want vless, vmess, trojan, ss, hysteria2 or wireguard)" >&2
 		exit 2
@@ -236,7 +286,7 @@ EOF
 
 	echo
 	echo "== $label: switchyard vs xray, both clients of one xray server"
-	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" "$@" || status=$?
+	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" -dest "$dest" "$@" || status=$?
 
 	for log in "$dir"/*.log; do
 		# Xray warns at start that Trojan and Shadowsocks are deprecated

@@ -1,9 +1,10 @@
 // Command socksbench measures SOCKS5 proxies side by side: bulk TCP
 // throughput both ways, connection rate with connect-to-first-byte latency,
 // and resident memory per idle proxied connection. It starts its own
-// loopback servers as destinations and drives every proxy through the same
-// minimal SOCKS5 CONNECT client, alternating between proxies so a noisy
-// moment does not decide a comparison.
+// servers as destinations (on 127.0.0.1 unless -dest names another local
+// address) and drives every proxy through the same minimal SOCKS5 CONNECT
+// client, alternating between proxies so a noisy moment does not decide a
+// comparison.
 //
 // Usage:
 //
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -30,6 +32,7 @@ import (
 
 type config struct {
 	targets []target
+	dest    netip.Addr // where the destination servers listen, and what CONNECT asks for
 	bulk    time.Duration
 	rate    time.Duration
 	warmup  time.Duration
@@ -92,6 +95,13 @@ func envInt(key string, def int) int {
 	return def
 }
 
+func envString(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
 func envBool(key string) bool {
 	b, _ := strconv.ParseBool(os.Getenv(key))
 	return b
@@ -103,6 +113,7 @@ func parseFlags(args []string) (*config, error) {
 		c       config
 		targets targetFlag
 		only    string
+		dest    string
 		quick   bool
 	)
 	fs.Var(&targets, "target", "a proxy to measure, `NAME=ADDR,PID` (SOCKS5 listen address, process id); give one or two, the first is the subject, ratios are first/second")
@@ -116,6 +127,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.batches, "batches", envInt("BENCH_MEM_BATCHES", 2), "memory batches, each opened on top of the previous; the median counts (env BENCH_MEM_BATCHES)")
 	fs.DurationVar(&c.quiet, "quiet", envDuration("BENCH_QUIET", 30*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (0: do not wait) (env BENCH_QUIET)")
 	fs.IntVar(&c.retries, "retries", envInt("BENCH_RETRIES", 2), "repeat a timed run marked DISTURBED up to this many times; every run counts toward the best (env BENCH_RETRIES)")
+	fs.StringVar(&dest, "dest", envString("BENCH_DEST", "127.0.0.1"), "local IP `address` the harness's sink, source and echo servers listen on and every SOCKS5 CONNECT asks for (env BENCH_DEST)")
 	fs.StringVar(&only, "only", os.Getenv("BENCH_ONLY"), "comma-separated subset of phases: mem,up,down,rate (env BENCH_ONLY; default all)")
 	fs.BoolVar(&quick, "quick", envBool("BENCH_QUICK"), "smoke run: 2 s runs, 0.5 s warm-up, one round, one batch of 500 (flags given explicitly still win) (env BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +140,11 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("give one or two -target flags")
 	}
 	c.targets = targets
+	ip, err := netip.ParseAddr(dest)
+	if err != nil || ip.IsUnspecified() || ip.Zone() != "" {
+		return nil, fmt.Errorf("-dest: want one IPv4 or IPv6 address (not unspecified, no zone), got %q", dest)
+	}
+	c.dest = ip.Unmap()
 	if quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -239,7 +256,7 @@ func run(c *config, w io.Writer) error {
 			return err
 		}
 	}
-	s, err := startServers()
+	s, err := startServers(c.dest)
 	if err != nil {
 		return err
 	}
@@ -249,8 +266,8 @@ func run(c *config, w io.Writer) error {
 	for i := range res {
 		res[i] = &results{}
 	}
-	fmt.Fprintf(w, "socksbench: %s; bulk %v x %d streams, rate %v x %d workers, warm-up %v, %d round(s), memory %d batch(es) of %d conns\n",
-		names(c.targets), c.bulk, c.streams, c.rate, c.workers, c.warmup, c.rounds, c.batches, c.conns)
+	fmt.Fprintf(w, "socksbench: %s; servers on %s; bulk %v x %d streams, rate %v x %d workers, warm-up %v, %d round(s), memory %d batch(es) of %d conns\n",
+		names(c.targets), c.dest, c.bulk, c.streams, c.rate, c.workers, c.warmup, c.rounds, c.batches, c.conns)
 
 	disturbed := 0
 	settle := func(t target) {

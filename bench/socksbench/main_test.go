@@ -98,7 +98,7 @@ func (p *miniProxy) serve(c net.Conn) {
 }
 
 func TestSOCKSConnectReplyAddressTypes(t *testing.T) {
-	s, err := startServers()
+	s, err := startServers(netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +184,57 @@ func TestParseFlagsQuick(t *testing.T) {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}
+	}
+}
+
+func TestParseFlagsDest(t *testing.T) {
+	c, err := parseFlags([]string{"-target", "x=127.0.0.1:1,1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.dest != netip.MustParseAddr("127.0.0.1") {
+		t.Fatalf("default dest %v, want 127.0.0.1", c.dest)
+	}
+	t.Setenv("BENCH_DEST", "127.0.0.2")
+	if c, err = parseFlags([]string{"-target", "x=127.0.0.1:1,1"}); err != nil || c.dest != netip.MustParseAddr("127.0.0.2") {
+		t.Fatalf("BENCH_DEST: dest %v, %v", c.dest, err)
+	}
+	if c, err = parseFlags([]string{"-target", "x=127.0.0.1:1,1", "-dest", "::1"}); err != nil || c.dest != netip.IPv6Loopback() {
+		t.Fatalf("-dest over BENCH_DEST: dest %v, %v", c.dest, err)
+	}
+	for _, bad := range []string{"", "localhost", "0.0.0.0", "::", "fe80::1%eth0", "127.0.0.1:80"} {
+		if _, err := parseFlags([]string{"-target", "x=127.0.0.1:1,1", "-dest", bad}); err == nil {
+			t.Errorf("-dest %q accepted", bad)
+		}
+	}
+}
+
+// TestServersOnDest checks that the servers listen on the address given and
+// that a CONNECT through a proxy reaches them there.
+func TestServersOnDest(t *testing.T) {
+	ip := netip.MustParseAddr("127.0.0.2") // loopback too on Linux, but not 127.0.0.1
+	s, err := startServers(ip)
+	if err != nil {
+		t.Skipf("cannot listen on %v: %v", ip, err)
+	}
+	defer s.close()
+	for _, a := range []netip.AddrPort{s.sink, s.source, s.reqrep, s.hold} {
+		if a.Addr().Unmap() != ip {
+			t.Fatalf("server on %v, want %v", a, ip)
+		}
+	}
+	p := startMiniProxy(t, 1)
+	c, err := dialSOCKS(p.ln.Addr().String(), s.reqrep, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write(make([]byte, reqSize)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Equal(got, replyBytes[:]) {
+		t.Fatalf("reply of %d bytes, %v; want the %d-byte reply", len(got), err, replySize)
 	}
 }

@@ -15,8 +15,9 @@ const (
 	replySize = 256      // reply of the connection-rate exchange
 )
 
-// servers are the loopback destinations the proxies connect to. Each kind
-// listens on its own port, so no command byte precedes the payload.
+// servers are the destinations the proxies connect to, all on one local
+// address (127.0.0.1 unless -dest says otherwise). Each kind listens on its
+// own port, so no command byte precedes the payload.
 type servers struct {
 	sink   netip.AddrPort // reads and discards; counts bytes into sunk
 	source netip.AddrPort // writes without end
@@ -39,12 +40,13 @@ const (
 	srvHold
 )
 
-func startServers() (*servers, error) {
+// startServers starts every server on ip, each on a port of its own.
+func startServers(ip netip.Addr) (*servers, error) {
 	s := &servers{}
 	handlers := []func(net.Conn){s.serveSink, s.serveSource, s.serveReqRep, s.serveHold}
 	addrs := []*netip.AddrPort{&s.sink, &s.source, &s.reqrep, &s.hold}
 	for i, h := range handlers {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
 		if err != nil {
 			s.close()
 			return nil, err
