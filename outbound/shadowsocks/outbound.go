@@ -81,8 +81,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 
 // handshake writes the request on its own, under ctx.
 func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*stream, error) {
-	size := o.cipher.Method().BufSize()
-	stage := make([]byte, 0, size)
+	stage := make([]byte, 0, startBuf)
 	req, sealer, resp, err := o.cipher.Request(stage, dst)
 	if err != nil {
 		return nil, err
@@ -97,7 +96,7 @@ func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*
 		return nil, fmt.Errorf("send the request: %w", ctxCause(ctx, err))
 	}
 	up.SetDeadline(time.Time{})
-	return &stream{Conn: up, up: sealer, stage: stage[:0], down: resp.NewReader(up, make([]byte, size))}, nil
+	return &stream{Conn: up, up: sealer, stage: req[:0], size: o.cipher.Method().BufSize(), down: resp.NewReader(up, make([]byte, startBuf))}, nil
 }
 
 // DialPacket binds a UDP socket of the family of the server's first usable

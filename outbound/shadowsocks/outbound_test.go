@@ -160,3 +160,29 @@ func TestHandshakeHonoursContext(t *testing.T) {
 		t.Fatalf("cancelled handshake: %v", err)
 	}
 }
+
+// A flow stages its writes in a small buffer until a write needs more; it
+// then stages in one of the method's BufSize.
+func TestTheStagingBufferGrowsWithTheWrites(t *testing.T) {
+	srv := startAEADServer(t, "secret")
+	o := build(t, srv.ln.Addr().String(), "aes-128-gcm", "secret")
+	c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.Addr{IP: netip.MustParseAddr("198.51.100.9"), Port: 443}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := c.(*stream)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, tc := range []struct{ write, capacity int }{{100, startBuf}, {startBuf - 100, startBuf}, {startBuf, s.size}, {10, s.size}} {
+		p := make([]byte, tc.write)
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, p); err != nil {
+			t.Fatalf("echo of %d bytes: %v", tc.write, err)
+		}
+		if cap(s.stage) != tc.capacity {
+			t.Fatalf("after a write of %d bytes the staging buffer holds %d, want %d", tc.write, cap(s.stage), tc.capacity)
+		}
+	}
+}

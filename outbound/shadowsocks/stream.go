@@ -14,10 +14,17 @@ import (
 type stream struct {
 	net.Conn // the transport to the server
 	up       *ss.Sealer
-	stage    []byte // BufSize of capacity: one write of sealed chunks
+	stage    []byte // one write of sealed chunks: startBuf, then size, of capacity
+	size     int    // the method's BufSize
 	down     *ss.Reader
 	werr     error // sticky: a failed write leaves the chunk stream broken
 }
+
+// startBuf is the capacity each buffer of a flow starts with; a buffer grows
+// to the method's BufSize once the flow moves more at a time (the reader's
+// rule is on ss.Reader; the staging buffer grows at the first write that
+// does not fit it). A flow that moves little holds little.
+const startBuf = 4 << 10
 
 func (s *stream) Read(p []byte) (int, error) { return s.down.Read(p) }
 
@@ -26,6 +33,9 @@ func (s *stream) Read(p []byte) (int, error) { return s.down.Read(p) }
 func (s *stream) Write(p []byte) (int, error) {
 	if s.werr != nil {
 		return 0, s.werr
+	}
+	if cap(s.stage) < s.size && len(p)+ss.RecordOverhead > cap(s.stage) {
+		s.stage = make([]byte, 0, s.size)
 	}
 	done := 0
 	for done < len(p) {

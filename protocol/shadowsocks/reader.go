@@ -56,8 +56,10 @@ const (
 
 // Reader opens the server's half of one TCP session from r: the salt, the
 // 2022 response header (bound to the request's salt), then the chunks. It
-// reads into one buffer, the flow's client runtime buffer, and decrypts in
-// place; a frame that does not fit fails the flow.
+// reads into one buffer and decrypts in place. The buffer starts as given
+// and grows once to the flow's client runtime buffer (the method's
+// BufSize), when a frame needs more room or a read fills it: a flow that
+// moves little holds little. A frame larger than BufSize fails the flow.
 type Reader struct {
 	resp  Response
 	r     io.Reader
@@ -69,10 +71,12 @@ type Reader struct {
 	state int
 	want  int   // the payload length of readPayload
 	err   error // sticky: the flow failed
+	full  bool  // the last read filled the buffer: grow it before the next
 }
 
 // NewReader returns the reader of the response to the request resp came
-// with, reading r through buf (of the method's BufSize).
+// with, reading r through buf, which may be shorter than the method's
+// BufSize (it then grows as Reader says).
 func (resp Response) NewReader(r io.Reader, buf []byte) *Reader {
 	return &Reader{resp: resp, r: r, buf: buf}
 }
@@ -207,8 +211,11 @@ func (r *Reader) start(salt []byte) error {
 // buffered, and consumes them. An end of stream before them is io.EOF when
 // nothing of them was read and clean is set, and short otherwise.
 func (r *Reader) fill(n int, short error, clean bool) ([]byte, error) {
-	if n > len(r.buf) {
-		return nil, ErrUpstreamFrameTooLarge
+	if n > len(r.buf) || r.full {
+		if n > r.resp.c.m.BufSize() {
+			return nil, ErrUpstreamFrameTooLarge
+		}
+		r.grow()
 	}
 	if r.head == r.tail {
 		r.head, r.tail = 0, 0
@@ -219,6 +226,7 @@ func (r *Reader) fill(n int, short error, clean bool) ([]byte, error) {
 	for r.tail-r.head < n {
 		m, err := r.r.Read(r.buf[r.tail:])
 		r.tail += m
+		r.full = r.tail == len(r.buf) && len(r.buf) < r.resp.c.m.BufSize()
 		if r.tail-r.head >= n {
 			break
 		}
@@ -235,4 +243,17 @@ func (r *Reader) fill(n int, short error, clean bool) ([]byte, error) {
 	b := r.buf[r.head : r.head+n]
 	r.head += n
 	return b, nil
+}
+
+// grow moves the unopened bytes into a buffer of the method's BufSize.
+func (r *Reader) grow() {
+	r.full = false
+	size := r.resp.c.m.BufSize()
+	if len(r.buf) >= size {
+		return
+	}
+	b := make([]byte, size)
+	r.tail = copy(b, r.buf[r.head:r.tail])
+	r.head = 0
+	r.buf = b
 }

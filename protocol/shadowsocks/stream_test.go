@@ -317,3 +317,33 @@ func TestOneReadReturnsEveryBufferedChunk(t *testing.T) {
 		})
 	}
 }
+
+// A reader given a small buffer grows it to the method's BufSize when a
+// frame needs the room, however the bytes arrive; a frame larger than
+// BufSize still fails the flow.
+func TestReaderGrowsFromASmallBuffer(t *testing.T) {
+	for _, tc := range cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustCipher(t, tc.method, tc.password)
+			_, _, resp, _ := c.Request(nil, targets[0])
+			back := random(150000)
+			down := response(c, resp.reqSalt[:c.m.KeyLen], back, time.Now().Unix(), c.m.maxPayload())
+			for _, wrap := range []func(io.Reader) io.Reader{
+				func(r io.Reader) io.Reader { return r },
+				iotest.OneByteReader,
+				iotest.HalfReader,
+			} {
+				got, err := io.ReadAll(resp.NewReader(wrap(bytes.NewReader(down)), make([]byte, 512)))
+				if err != nil || !bytes.Equal(got, back) {
+					t.Fatalf("download differs (%d of %d bytes): %v", len(got), len(back), err)
+				}
+			}
+		})
+	}
+	c := mustCipher(t, "aes-128-gcm", "x")
+	_, _, resp, _ := c.Request(nil, targets[0])
+	down := response(c, nil, random(30000), 0, 30000)
+	if _, err := io.ReadAll(resp.NewReader(bytes.NewReader(down), make([]byte, 512))); !errors.Is(err, ErrUpstreamFrameTooLarge) {
+		t.Fatalf("a frame past BufSize from a small buffer: %v", err)
+	}
+}
