@@ -35,7 +35,7 @@ type streamConn struct {
 func newStreamConn(c net.Conn, s *protocol.Session) *streamConn {
 	sc := &streamConn{Conn: c, rd: newFrameReader(c, s), enc: s.NewEncoder()}
 	if sc.enc.Framed() {
-		sc.wbuf = make([]byte, 0, bufSize)
+		sc.wbuf = make([]byte, 0, startBuf)
 	}
 	return sc
 }
@@ -74,7 +74,8 @@ func (c *streamConn) Read(p []byte) (int, error) {
 }
 
 // Write seals p in chunks, as many as fit the staging buffer per write to
-// the upstream.
+// the upstream. The staging buffer starts at startBuf and grows to bufSize
+// at the first write that does not fit it.
 func (c *streamConn) Write(p []byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
@@ -85,6 +86,9 @@ func (c *streamConn) Write(p []byte) (int, error) {
 			c.werr = err
 		}
 		return n, err
+	}
+	if cap(c.wbuf) < bufSize && len(p)+protocol.ChunkOverhead > cap(c.wbuf) {
+		c.wbuf = make([]byte, 0, bufSize) // the flow moves more: stage at full size
 	}
 	written := 0
 	for len(p) > 0 {

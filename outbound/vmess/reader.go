@@ -12,7 +12,9 @@ import (
 )
 
 // frameReader reads what the server sends, a frame at a time, into one
-// buffer of bufSize bytes, and opens it with the flow's decoder. A payload it
+// buffer, and opens it with the flow's decoder. The buffer starts at
+// startBuf bytes and grows once to bufSize, when a frame needs the room or a
+// read fills it: a flow that moves little holds little. A payload it
 // returns lives in the buffer until the next call. A frame that must be
 // held whole (a sealed chunk, a datagram, the response header) and does not
 // fit the buffer fails the flow; a stream in clear chunks is passed on as it
@@ -26,11 +28,15 @@ type frameReader struct {
 	buf    []byte
 	r, w   int  // buf[r:w] is read and not yet decoded
 	opened bool // the response header was opened
+	full   bool // the last read filled the small buffer: grow before the next
 	err    error
 }
 
+// startBuf is the capacity a flow's buffers start with.
+const startBuf = 4 << 10
+
 func newFrameReader(c net.Conn, s *protocol.Session) frameReader {
-	return frameReader{conn: c, dec: s.NewDecoder(), buf: make([]byte, bufSize)}
+	return frameReader{conn: c, dec: s.NewDecoder(), buf: make([]byte, startBuf)}
 }
 
 // next returns the next payload: one chunk's, or for an unframed body
@@ -49,7 +55,7 @@ func (fr *frameReader) next() ([]byte, error) {
 			if len(payload) > 0 {
 				return payload, nil
 			}
-		case frame > len(fr.buf):
+		case frame > bufSize:
 			fr.err = fmt.Errorf("vmess: %w (%d bytes)", proxyconn.ErrUpstreamFrameTooLarge, frame)
 		default:
 			if err := fr.fill(fr.r + frame); err != nil {
@@ -85,12 +91,19 @@ func (fr *frameReader) buffered() []byte {
 // fill reads once from the upstream, first moving the undecoded bytes to the
 // front of the buffer when the frame would not fit after them.
 func (fr *frameReader) fill(frameEnd int) error {
-	if frameEnd > len(fr.buf) {
+	if len(fr.buf) < bufSize && (fr.full || frameEnd-fr.r > len(fr.buf)) {
+		b := make([]byte, bufSize)
+		fr.w = copy(b, fr.buf[fr.r:fr.w])
+		fr.r = 0
+		fr.buf = b
+		fr.full = false
+	} else if frameEnd > len(fr.buf) {
 		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])
 		fr.r = 0
 	}
 	n, err := fr.conn.Read(fr.buf[fr.w:])
 	fr.w += n
+	fr.full = fr.w == len(fr.buf) && len(fr.buf) < bufSize
 	if n > 0 || err == nil {
 		return nil
 	}

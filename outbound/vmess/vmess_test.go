@@ -415,3 +415,30 @@ func TestOneReadReturnsEveryBufferedChunk(t *testing.T) {
 		}
 	}
 }
+
+// A flow starts with small buffers and grows each to bufSize once it moves
+// more at a time.
+func TestBuffersGrowWithTheFlow(t *testing.T) {
+	addr := newServer(t, echo)
+	c, err := newOutbound(t, addr, "aes-128-gcm").DialStream(context.Background(), tcpFlow(echoDst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := c.(*streamConn)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, tc := range []struct{ n, want int }{{100, startBuf}, {3000, startBuf}, {20000, bufSize}, {10, bufSize}} {
+		p := make([]byte, tc.n)
+		rand.Read(p)
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, tc.n)
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, p) {
+			t.Fatalf("echo of %d bytes: %v", tc.n, err)
+		}
+		if cap(s.wbuf) != tc.want || len(s.rd.buf) != tc.want {
+			t.Fatalf("after %d bytes: staging %d, reading %d, want %d", tc.n, cap(s.wbuf), len(s.rd.buf), tc.want)
+		}
+	}
+}
