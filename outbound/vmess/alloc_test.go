@@ -17,7 +17,7 @@ type discardConn struct{ net.Conn }
 func (discardConn) Write(p []byte) (int, error) { return len(p), nil }
 
 // allocSession is a flow's session and the server's view of it.
-func allocSession(t *testing.T, sec protocol.Security, cmd protocol.Command) (*protocol.Session, *vmesstest.Request) {
+func allocSession(t testing.TB, sec protocol.Security, cmd protocol.Command) (*protocol.Session, *vmesstest.Request) {
 	t.Helper()
 	s, err := protocol.NewSession(protocol.Request{Command: cmd, Security: sec, GlobalPadding: true, Dst: echoDst}, rand.Reader)
 	if err != nil {
