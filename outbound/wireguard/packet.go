@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.zx2c4.com/wireguard/tun/netstack"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 
 	"switchyard/netx"
@@ -65,18 +64,12 @@ func listenPacket(t *tunnel, res *resolver, now func() time.Time, log *slog.Logg
 	var err error
 	for range bindTries {
 		var c *gonet.UDPConn
-		c, err = listenWildcard(t.net, t.linkPort())
+		c, err = t.stack.listenUDP(t.linkPort())
 		if err == nil {
 			return &packetLink{c: c, res: res, log: log, now: now, names: make(map[string]cachedName)}, nil
 		}
 	}
 	return nil, fmt.Errorf("wireguard: no free UDP port inside the tunnel: %w", err)
-}
-
-// listenWildcard binds a UDP endpoint to port on every address of both
-// families. An IPv6 endpoint bound to no address also carries IPv4.
-func listenWildcard(n *netstack.Net, port uint16) (*gonet.UDPConn, error) {
-	return n.ListenUDPAddrPort(netip.AddrPortFrom(netip.Addr{}, port))
 }
 
 // WritePacket sends p to its own destination inside the tunnel. A name is

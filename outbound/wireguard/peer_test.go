@@ -10,12 +10,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"golang.zx2c4.com/wireguard/conn"
 	"golang.zx2c4.com/wireguard/device"
+	"golang.zx2c4.com/wireguard/tun"
 	"golang.zx2c4.com/wireguard/tun/netstack"
 )
 
@@ -74,9 +76,9 @@ type peerOptions struct {
 	ipv6     bool // listen on [::1] instead of 127.0.0.1
 }
 
-// testPeer is a WireGuard server on a userspace stack: a second device
-// with its own netstack serving a TCP echo and two UDP echoes inside its
-// tunnel, on a loopback UDP socket.
+// testPeer is a WireGuard server on a userspace stack: a second device, on
+// wireguard-go's tun/netstack rather than the client's own stack, serving a
+// TCP echo and two UDP echoes inside its tunnel, on a loopback UDP socket.
 type testPeer struct {
 	keys     keyPair
 	addr     netip.AddrPort // its UDP socket
@@ -139,6 +141,19 @@ func startPeer(t testing.TB, o peerOptions) *testPeer {
 	return p
 }
 
+// admit replaces the peer's client with the one of the public key client
+// and the tunnel addresses local, with no preshared key.
+func (p *testPeer) admit(t testing.TB, client string, local ...netip.Prefix) {
+	t.Helper()
+	cfg := "replace_peers=true\npublic_key=" + hexKey(t, client) + "\n"
+	for _, l := range local {
+		cfg += "allowed_ip=" + l.String() + "\n"
+	}
+	if err := p.dev.IpcSet(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (p *testPeer) serveTCP(ln net.Listener) {
 	p.closers = append(p.closers, ln)
 	p.wg.Add(1)
@@ -179,7 +194,8 @@ func (p *testPeer) serveUDP(c net.PacketConn, prefix string) {
 }
 
 // close stops the services before the device, so nothing writes into the
-// stack while it closes.
+// stack while it closes. Every test starts its peer before its client, so
+// the client is closed first and sends nothing while the peer closes.
 func (p *testPeer) close() {
 	p.mu.Lock()
 	for _, c := range p.closers {
@@ -287,4 +303,35 @@ func (b *peerBind) Send(bufs [][]byte, ep conn.Endpoint) error {
 func (b *peerBind) ParseEndpoint(s string) (conn.Endpoint, error) {
 	ap, err := netip.ParseAddrPort(s)
 	return peerEndpoint{ap}, err
+}
+
+// orderedTUN keeps a packet the peer's device hands to tun/netstack from
+// racing the stack's Close: delivering a packet can make that stack answer
+// at once on a channel its Close closes.
+type orderedTUN struct {
+	tun.Device
+	mu     sync.RWMutex // Write holds it shared, Close exclusively
+	closed bool
+}
+
+func newOrderedTUN(d tun.Device) *orderedTUN { return &orderedTUN{Device: d} }
+
+func (o *orderedTUN) Write(bufs [][]byte, offset int) (int, error) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
+		return 0, os.ErrClosed
+	}
+	return o.Device.Write(bufs, offset)
+}
+
+func (o *orderedTUN) Close() error {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil
+	}
+	o.closed = true
+	o.mu.Unlock()
+	return o.Device.Close()
 }

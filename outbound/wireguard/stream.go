@@ -54,7 +54,7 @@ func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout tim
 	e := &connectError{}
 	for _, a := range addrs {
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		c, err := t.net.DialContextTCPAddrPort(actx, a)
+		c, err := t.stack.dialTCP(actx, a)
 		cancel()
 		if err == nil {
 			return c, nil

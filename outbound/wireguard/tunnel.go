@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.zx2c4.com/wireguard/device"
-	"golang.zx2c4.com/wireguard/tun"
-	"golang.zx2c4.com/wireguard/tun/netstack"
 
 	"switchyard/netx"
 )
@@ -31,7 +27,7 @@ var (
 // is dead once they ended or its socket failed.
 type tunnel struct {
 	dev     *device.Device
-	net     *netstack.Net
+	stack   *stackDevice
 	bind    *bind
 	started time.Time
 
@@ -63,11 +59,11 @@ func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen
 	}
 	to := addrs[0]
 	b := newBind(func() (udpSocket, error) { return listen(netx.FamilyOf(to.Addr())) }, to, s.reserved, s.hasReserved)
-	dev, tnet, err := netstack.CreateNetTUN(s.local, nil, s.mtu)
+	st, err := newStackDevice(s.local, s.mtu)
 	if err != nil {
 		return nil, fmt.Errorf("wireguard: creating the network stack: %w", err)
 	}
-	d := device.NewDevice(newQuietTUN(dev), b, deviceLogger(log))
+	d := device.NewDevice(st, b, deviceLogger(log))
 	if err := d.IpcSet(s.uapi(to)); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("wireguard: configuring the device: %w", err)
@@ -76,9 +72,10 @@ func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen
 		d.Close()
 		return nil, err
 	}
+	st.up() // the device is up already: the event changes nothing
 	t := &tunnel{
 		dev:     d,
-		net:     tnet,
+		stack:   st,
 		bind:    b,
 		started: now(),
 		dead:    make(chan struct{}),
@@ -122,59 +119,6 @@ func (t *tunnel) lifetime() time.Duration {
 func (t *tunnel) Close() {
 	t.dev.Close()
 	<-t.done
-}
-
-// quietTUN is the network stack's TUN device without its start-up event:
-// the tunnel brings the device up itself, once, after configuring it.
-type quietTUN struct {
-	tun.Device
-	events chan tun.Event
-	once   sync.Once
-}
-
-func newQuietTUN(d tun.Device) *quietTUN {
-	return &quietTUN{Device: newOrderedTUN(d), events: make(chan tun.Event)}
-}
-
-// orderedTUN keeps a packet the device hands to the network stack from
-// racing the stack's Close. Delivering a packet can make the stack answer at
-// once (a reset to a closed port) on a channel that Close closes; without
-// this order a packet arriving while the tunnel shuts down would send on a
-// closed channel and panic the process.
-type orderedTUN struct {
-	tun.Device
-	mu     sync.RWMutex // Write holds it shared, Close exclusively
-	closed bool
-}
-
-func newOrderedTUN(d tun.Device) *orderedTUN { return &orderedTUN{Device: d} }
-
-func (o *orderedTUN) Write(bufs [][]byte, offset int) (int, error) {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	if o.closed {
-		return 0, os.ErrClosed
-	}
-	return o.Device.Write(bufs, offset)
-}
-
-func (o *orderedTUN) Close() error {
-	o.mu.Lock()
-	if o.closed {
-		o.mu.Unlock()
-		return nil
-	}
-	o.closed = true
-	o.mu.Unlock()
-	return o.Device.Close()
-}
-
-func (q *quietTUN) Events() <-chan tun.Event { return q.events }
-
-func (q *quietTUN) Close() error {
-	err := q.Device.Close()
-	q.once.Do(func() { close(q.events) })
-	return err
 }
 
 // deviceLogger hands the device's own lines to the outbound's logger:

@@ -1,8 +1,10 @@
 // Package wireguard is the WireGuard outbound: a userspace WireGuard device
 // with its own network stack, brought up by the first flow and kept in a
-// slot for every flow of the outbound version. TCP flows are connections of
-// that stack; UDP flows are its datagram endpoints, each packet going to its
-// own address inside the tunnel.
+// slot for every flow of the outbound version. The stack (stack.go) is the
+// WireGuard device's TUN device: a gVisor stack that may be closed while
+// its flows and timers still emit packets. TCP flows are connections of
+// that stack; UDP flows are its datagram endpoints, each packet going to
+// its own address inside the tunnel.
 package wireguard
 
 import (
