@@ -13,6 +13,7 @@ import (
 	httpin "switchyard/inbound/http"
 	"switchyard/inbound/mixed"
 	"switchyard/inbound/socks"
+	"switchyard/netx"
 	"switchyard/spec"
 )
 
@@ -75,8 +76,7 @@ func (l *listener) accept() {
 			if l.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTransient(err) {
+			if netx.TransientAccept(err) {
 				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
 				time.Sleep(pause)
 				continue

@@ -8,8 +8,9 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"syscall"
 	"time"
+
+	"switchyard/netx"
 )
 
 // Conns is a server's listeners, live connections and the handlers serving
@@ -59,7 +60,7 @@ func (s *Conns) Serve(ln net.Listener, handle func(net.Conn)) error {
 			if s.stopped() {
 				return nil
 			}
-			if !transient(err) {
+			if !netx.TransientAccept(err) {
 				return err
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
@@ -176,18 +177,4 @@ func (s *Conns) sleep(d time.Duration) bool {
 	case <-s.ctx.Done():
 		return false
 	}
-}
-
-// transient reports whether an Accept error passes with time.
-func transient(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
-		if errors.Is(err, errno) {
-			return true
-		}
-	}
-	return false
 }
