@@ -1,19 +1,13 @@
 package trojan
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
+	"switchyard/internal/testcert"
 	"switchyard/outbound/internal/proxytest"
 	"switchyard/spec"
 )
@@ -23,22 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // serverTLS is a self-signed certificate for "trojan.test".
 func serverTLS(t *testing.T) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "trojan.test"},
-		DNSNames:     []string{"trojan.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return &tls.Config{Certificates: []tls.Certificate{testcert.New(t, "trojan.test").Certificate}}
 }
 
 // serve runs handle on every connection accepted on a loopback TLS
