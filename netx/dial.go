@@ -32,7 +32,13 @@ func (d *Dialer) timeout() time.Duration {
 }
 
 // Connect opens one TCP connection to addr, bounded by the connect timeout.
+// Under an establishment it is a physical connect: it takes the dial's
+// admission permit first (see Admit).
 func (d *Dialer) Connect(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error) {
+	if err := Admit(ctx); err != nil {
+		return nil, err
+	}
+	Mark(ctx, PhaseConnect)
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	v4 := addr.Addr().Is4()
 	nd := net.Dialer{

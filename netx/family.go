@@ -99,6 +99,7 @@ func Resolve(ctx context.Context, dst Addr, s Strategy, r Resolver) ([]netip.Add
 		ips = []netip.Addr{dst.IP}
 	} else {
 		var err error
+		Mark(ctx, PhaseResolve)
 		ips, err = r.LookupIP(ctx, dst.Name)
 		if err != nil {
 			return nil, err

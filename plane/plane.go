@@ -5,8 +5,10 @@
 package plane
 
 import (
+	"context"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"switchyard/netx"
 	"switchyard/route"
@@ -18,12 +20,28 @@ type Rule struct {
 	Target *Target
 }
 
-// Plane is one routing snapshot.
+// Plane is one routing snapshot, and the generation's dial limits: every
+// dial routed on it runs under its admission and establishment deadline.
 type Plane struct {
 	Epoch   uint64
 	Rules   []Rule
 	Final   *Target
 	Targets map[string]*Target // every outbound tag
+	// Admission bounds the generation's physical connects and handshakes
+	// in flight (nil: unbounded).
+	Admission *netx.Admission
+	// Establish is the establishment deadline of each dial (0: the one of
+	// the default connect timeout).
+	Establish time.Duration
+}
+
+// Begin starts the establishment of one dial routed on p: see netx.Begin.
+func (p *Plane) Begin(parent context.Context) (*netx.Establishment, context.Context, context.CancelFunc) {
+	d := p.Establish
+	if d <= 0 {
+		d = netx.EstablishTimeout(0)
+	}
+	return netx.Begin(parent, p.Admission, d)
 }
 
 // Final is the rule index Route reports when no rule matched.

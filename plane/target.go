@@ -24,6 +24,19 @@ func (id OutboundID) String() string { return fmt.Sprintf("%s@v%d", id.Tag, id.V
 // ErrDrained ends a flow whose outbound version was closed by a drain.
 var ErrDrained = errors.New("the outbound this flow was opened on was drained")
 
+// ErrRetired is the error of a dial on an outbound version a reload retired
+// and released before the dial began: the dial loaded the plane just
+// before the swap. The caller dials again on the plane now published.
+var ErrRetired = errors.New("the outbound version was retired by a reload")
+
+// Reloaded reports whether err is the failure of a dial that a reload
+// overtook: its version was retired before it began (ErrRetired), or its
+// flows were closed by a drain while it ran (ErrDrained). Such a dial is
+// retried once on the plane now published; it never fails for that.
+func Reloaded(err error) bool {
+	return errors.Is(err, ErrRetired) || errors.Is(err, ErrDrained)
+}
+
 // Target is what a route names: one outbound version. Every stream and link
 // opened through it is guarded, so closing the target's flows (a drain with
 // close) ends them.
@@ -32,11 +45,12 @@ type Target struct {
 	out outbound.Outbound // nil for a selector target
 	sel Selector          // set for a balancer: it picks a leaf per flow
 
-	mu      sync.Mutex // guards closed, retired and flows
-	closed  bool
-	retired bool
-	flows   map[closer]struct{}
-	release sync.Once // closes the outbound once retired and idle
+	mu       sync.Mutex // guards closed, retired, released, dialing and flows
+	closed   bool
+	retired  bool
+	released bool // the outbound's resources were released: no dial begins
+	dialing  int  // dials begun and not yet returned
+	flows    map[closer]struct{}
 }
 
 type closer interface{ drain() }
@@ -97,12 +111,16 @@ func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) 
 		}
 		return l.DialStream(ctx, f)
 	}
+	if !t.begin() {
+		return nil, ErrRetired
+	}
 	c, err := t.out.DialStream(ctx, f)
 	if err != nil {
+		t.end(nil)
 		return nil, err
 	}
 	g := &guardedConn{Conn: c, t: t}
-	if !t.add(g) {
+	if !t.end(g) {
 		c.Close()
 		return nil, ErrDrained
 	}
@@ -118,12 +136,16 @@ func (t *Target) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, 
 		}
 		return l.DialPacket(ctx, f)
 	}
+	if !t.begin() {
+		return nil, ErrRetired
+	}
 	l, err := t.out.DialPacket(ctx, f)
 	if err != nil {
+		t.end(nil)
 		return nil, err
 	}
 	g := &guardedLink{link: l, t: t}
-	if !t.add(g) {
+	if !t.end(g) {
 		l.Close()
 		return nil, ErrDrained
 	}
@@ -150,43 +172,72 @@ func (t *Target) Flows() int {
 	return len(t.flows)
 }
 
-func (t *Target) add(c closer) bool {
+// begin counts a dial in: a retired version is not released while one
+// runs. It fails once the version was released.
+func (t *Target) begin() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.released {
 		return false
 	}
-	t.flows[c] = struct{}{}
+	t.dialing++
 	return true
+}
+
+// end counts a dial out and files its flow c (nil for a failed dial); it
+// fails when the target's flows were closed meanwhile.
+func (t *Target) end(c closer) bool {
+	t.mu.Lock()
+	t.dialing--
+	ok := !t.closed
+	if ok && c != nil {
+		t.flows[c] = struct{}{}
+	}
+	release := t.releasable()
+	t.mu.Unlock()
+	if release {
+		t.closeOutbound()
+	}
+	return ok
 }
 
 func (t *Target) remove(c closer) {
 	t.mu.Lock()
 	delete(t.flows, c)
-	idle := t.retired && len(t.flows) == 0
+	release := t.releasable()
 	t.mu.Unlock()
-	if idle {
+	if release {
 		t.closeOutbound()
 	}
 }
 
-// Retire marks the target as no longer routed to: once its last flow ends
-// (at once when it has none) the outbound's own resources — a QUIC
-// connection, a tunnel — are released, if it holds any (io.Closer).
+// Retire marks the target as no longer routed to: once its last flow ended
+// and no dial on it runs (at once when there are none) the outbound's own
+// resources — a QUIC connection, a tunnel, an HTTP/2 connection — are
+// released, if it holds any (io.Closer). A dial that begins after that
+// fails with ErrRetired.
 func (t *Target) Retire() {
 	t.mu.Lock()
 	t.retired = true
-	idle := len(t.flows) == 0
+	release := t.releasable()
 	t.mu.Unlock()
-	if idle {
+	if release {
 		t.closeOutbound()
 	}
 }
 
+// releasable reports, once, that a retired target has no flow and no dial
+// left: the caller releases the outbound. t.mu is held.
+func (t *Target) releasable() bool {
+	if !t.retired || t.released || len(t.flows) > 0 || t.dialing > 0 {
+		return false
+	}
+	t.released = true
+	return true
+}
+
 func (t *Target) closeOutbound() {
-	t.release.Do(func() {
-		if c, ok := t.out.(io.Closer); ok {
-			c.Close()
-		}
-	})
+	if c, ok := t.out.(io.Closer); ok {
+		c.Close()
+	}
 }

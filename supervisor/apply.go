@@ -36,6 +36,7 @@ func (sv *Supervisor) Apply(s *spec.Spec) error {
 	if err != nil {
 		return sv.refuse(err)
 	}
+	sv.admit(p, s)
 	sv.commit(p, ins)
 	return nil
 }

@@ -24,13 +24,20 @@ type connector struct {
 
 var _ inbound.Connector = (*connector)(nil)
 
+// ConnectStream dials f under the establishment of the plane it routes on:
+// one absolute deadline and that generation's admission. A dial that a
+// reload overtook (its version retired before it began, or drained while it
+// ran) is routed and dialed once more on the plane published since.
 func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	p := c.cell.Load()
-	target, rule := p.Route(&f)
-	leaf := target.Resolve(nil)
-	conn, err := leaf.DialStream(ctx, f)
+	conn, leaf, rule, err := c.dial(ctx, p, f)
+	if err != nil && plane.Reloaded(err) && ctx.Err() == nil {
+		if q := c.cell.Load(); q != p {
+			p = q
+			conn, leaf, rule, err = c.dial(ctx, p, f)
+		}
+	}
 	if err != nil {
-		c.log.Debug("flow failed", "inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "rule", plane.RuleName(rule), "outbound", leaf.ID().String(), "error", err)
 		return nil, fmt.Errorf("%s: %w", leaf.ID(), err)
 	}
 	meta := track.Meta{
@@ -45,6 +52,28 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Epoch:       p.Epoch,
 	}
 	return c.tracker.Conn(meta, conn), nil
+}
+
+// dial routes f on p and dials its leaf under one establishment.
+func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (net.Conn, *plane.Target, int, error) {
+	target, rule := p.Route(&f)
+	leaf := target.Resolve(nil)
+	est, dctx, cancel := p.Begin(ctx)
+	defer cancel()
+	conn, err := leaf.DialStream(dctx, f)
+	est.End()
+	if err != nil {
+		attrs := []any{"inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "rule", plane.RuleName(rule), "outbound", leaf.ID().String(), "error", err}
+		switch {
+		case est.Expired(dctx):
+			c.log.Warn("dial timed out", append(attrs, "phase", est.Phase().String(), "deadline", est.Deadline().String())...)
+		case context.Cause(dctx) != nil && ctx.Err() != nil:
+			c.log.Debug("dial abandoned", append(attrs, "phase", est.Phase().String(), "cause", context.Cause(ctx))...)
+		default:
+			c.log.Debug("flow failed", attrs...)
+		}
+	}
+	return conn, leaf, rule, err
 }
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {

@@ -79,7 +79,7 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		next.balancers[st.spec.Tag] = r
 		targets[st.spec.Tag] = r.target
 	}
-	pl := &plane.Plane{Epoch: next.epoch, Targets: targets}
+	pl := &plane.Plane{Epoch: next.epoch, Targets: targets, Establish: netx.EstablishTimeout(s.Dial.ConnectTimeout)}
 	for i, r := range s.Rules {
 		m, err := route.Compile(r)
 		if err != nil {

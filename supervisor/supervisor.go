@@ -24,6 +24,9 @@ type Options struct {
 	SocketHook func(netx.SocketInfo) error
 	// Resolver resolves names; nil is the system resolver.
 	Resolver netx.Resolver
+	// Gate is the process-wide dial admission gate every generation shares;
+	// nil is netx.ProcessGate().
+	Gate *netx.Gate
 }
 
 // Supervisor owns the running state. Apply and Close are serialised; flows
@@ -35,6 +38,7 @@ type Supervisor struct {
 	tracker *track.Tracker
 	conn    *connector
 	socket  spec.Socket // fixed for the supervisor's lifetime
+	gate    *netx.Gate  // the process's dial admission gate
 
 	ctx    context.Context // parent of every probe; cancelled by Close
 	cancel context.CancelFunc
@@ -79,9 +83,13 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		opts:     opts,
 		tracker:  track.New(),
 		socket:   s.Socket,
+		gate:     opts.Gate,
 		ctx:      ctx,
 		cancel:   cancel,
 		inbounds: map[string]*listener{},
+	}
+	if sv.gate == nil {
+		sv.gate = netx.ProcessGate()
 	}
 	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector")}
 	deps, err := sv.deps(s)
@@ -94,6 +102,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		cancel()
 		return nil, err
 	}
+	sv.admit(p, s)
 	sv.cell.Store(p.plane)
 	sv.cur = p.next
 	return sv, nil
@@ -105,6 +114,22 @@ func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
 	fixed := *s
 	fixed.Socket = sv.socket
 	return dependencies(&fixed, sv.opts.SocketHook, sv.opts.Resolver, sv.log)
+}
+
+// admit gives the prepared generation its own dial admission, clamped to
+// the process gate every generation shares.
+func (sv *Supervisor) admit(p *prepared, s *spec.Spec) {
+	p.plane.Admission = netx.NewAdmission(sv.gate, s.Dial.MaxConcurrentDials)
+}
+
+// Admission reads the dial admission counts: the current generation's and
+// the process gate's (shared with generations still draining).
+func (sv *Supervisor) Admission() (generation, process netx.Stats) {
+	p := sv.cell.Load()
+	if p.Admission != nil {
+		generation = p.Admission.Stats()
+	}
+	return generation, sv.gate.Stats()
 }
 
 // Tracker is the flow table.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"switchyard/netx"
+
 	"switchyard/spec"
 )
 
@@ -150,7 +152,8 @@ func (p *grpcPool) connect(ctx context.Context) (*h2Conn, error) {
 		return nil, err
 	}
 	c := newH2Conn(raw, p.cfg)
-	if err := within(ctx, raw, c.handshake); err != nil {
+	netx.Mark(ctx, netx.PhaseTransport)
+	if err := netx.Within(ctx, raw, c.handshake); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("grpc: HTTP/2 with %s: %w", p.d.server, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 
+	"switchyard/netx"
+
 	"switchyard/spec"
 )
 
@@ -24,7 +26,8 @@ func newUpgradeConfig(t spec.Transport, host string) (*upgradeConfig, error) {
 // open sends the upgrade request over c and waits for the 101.
 func (u *upgradeConfig) open(ctx context.Context, c net.Conn) (net.Conn, error) {
 	var out net.Conn
-	err := within(ctx, c, func() error {
+	netx.Mark(ctx, netx.PhaseTransport)
+	err := netx.Within(ctx, c, func() error {
 		req := append(u.head.appendRequest(make([]byte, 0, 512)), "\r\n"...)
 		if _, err := c.Write(req); err != nil {
 			return fmt.Errorf("httpupgrade handshake: %w", err)

@@ -63,6 +63,7 @@ func (l *tlsLayer) client(ctx context.Context, c net.Conn) (net.Conn, error) {
 		tc  net.Conn
 		got string
 	)
+	netx.Mark(ctx, netx.PhaseTLS)
 	if l.fp != nil {
 		uc, err := l.fp.client(ctx, c)
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"switchyard/netx"
+
 	"switchyard/spec"
 )
 
@@ -95,7 +97,8 @@ func (w *wsConfig) open(ctx context.Context, c net.Conn) (net.Conn, error) {
 		return newEarlyConn(c, w), nil
 	}
 	var ws *wsConn
-	err := within(ctx, c, func() error {
+	netx.Mark(ctx, netx.PhaseTransport)
+	err := netx.Within(ctx, c, func() error {
 		var err error
 		ws, err = w.handshake(c, nil)
 		return err

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"time"
@@ -37,7 +38,7 @@ func (ss *session) connect(req *http.Request, user string) {
 
 // connectPlain dials first, then answers the CONNECT with the outcome.
 func (ss *session) connectPlain(flow netx.Flow, pending []byte) net.Conn {
-	up, err := ss.s.conn.ConnectStream(ss.s.conns.Context(), flow)
+	up, err := ss.dial(flow)
 	if err != nil {
 		ss.log.Debug("http connect failed", "destination", flow.Dst, "error", err)
 		ss.respondDialError(err)
@@ -62,7 +63,7 @@ func (ss *session) connectSniffed(flow netx.Flow, pending []byte) net.Conn {
 	}
 	defer first.Release()
 	flow.Protocol, flow.Sniffed = first.Protocol, first.Domain
-	up, err := ss.s.conn.ConnectStream(ss.s.conns.Context(), flow)
+	up, err := ss.dial(flow)
 	if err != nil {
 		ss.log.Debug("http connect failed", "destination", flow.Dst, "sniffed", flow.Sniffed, "error", err)
 		return nil
@@ -72,6 +73,13 @@ func (ss *session) connectSniffed(flow netx.Flow, pending []byte) net.Conn {
 		return nil
 	}
 	return up
+}
+
+// dial opens the flow; it is abandoned as soon as the client hangs up.
+func (ss *session) dial(flow netx.Flow) (net.Conn, error) {
+	return serve.WhileConnected(ss.s.conns.Context(), ss.c, func(ctx context.Context) (net.Conn, error) {
+		return ss.s.conn.ConnectStream(ctx, flow)
+	})
 }
 
 func (ss *session) writeEstablished() bool {

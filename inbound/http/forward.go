@@ -176,7 +176,7 @@ func (ss *session) upstreamFor(flow netx.Flow) (*upstream, error) {
 		return ss.up, nil
 	}
 	ss.dropUpstream()
-	conn, err := ss.s.conn.ConnectStream(ss.s.conns.Context(), flow)
+	conn, err := ss.dial(flow)
 	if err != nil {
 		return nil, err
 	}

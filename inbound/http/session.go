@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -182,12 +183,17 @@ func (ss *session) lingerClose() {
 	io.Copy(io.Discard, io.LimitReader(ss.c, maxDiscard))
 }
 
-// respondDialError answers a failed dial: 403 for a refusal by rule, 502
-// otherwise.
+// respondDialError answers a failed dial: 403 for a refusal by rule, 504
+// for a dial that ran out of time (its establishment deadline, or a connect
+// timeout), 502 otherwise.
 func (ss *session) respondDialError(err error) {
 	code := http.StatusBadGateway
-	if errors.Is(err, outbound.ErrBlocked) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, outbound.ErrBlocked):
 		code = http.StatusForbidden
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		code = http.StatusGatewayTimeout
 	}
 	ss.respond(code, false)
 }

@@ -1,6 +1,7 @@
 package socks
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"time"
@@ -19,7 +20,7 @@ func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.L
 		s.connectSniffed(c, pending, flow, log)
 		return
 	}
-	up, err := s.conn.ConnectStream(s.conns.Context(), flow)
+	up, err := s.dial(c, flow)
 	if err != nil {
 		code := socks5.ReplyFor(err)
 		log.Debug("socks connect failed", "destination", flow.Dst, "reply", socks5.ReplyText(code), "error", err)
@@ -52,7 +53,7 @@ func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, log 
 	}
 	defer first.Release()
 	flow.Protocol, flow.Sniffed = first.Protocol, first.Domain
-	up, err := s.conn.ConnectStream(s.conns.Context(), flow)
+	up, err := s.dial(c, flow)
 	if err != nil {
 		log.Debug("socks connect failed", "destination", flow.Dst, "sniffed", flow.Sniffed, "error", err)
 		return
@@ -65,6 +66,13 @@ func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, log 
 	}
 	first.Release()
 	relay.Pipe(s.conns.Context(), c, up, 0)
+}
+
+// dial opens the flow; it is abandoned as soon as the client hangs up.
+func (s *Server) dial(c net.Conn, flow netx.Flow) (net.Conn, error) {
+	return serve.WhileConnected(s.conns.Context(), c, func(ctx context.Context) (net.Conn, error) {
+		return s.conn.ConnectStream(ctx, flow)
+	})
 }
 
 // boundAddr is the address the upstream connection was made from, when it

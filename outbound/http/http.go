@@ -73,7 +73,8 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 		return nil, err
 	}
 	var rest []byte
-	err = proxyconn.Within(ctx, c, func() error {
+	netx.Mark(ctx, netx.PhaseHandshake)
+	err = netx.Within(ctx, c, func() error {
 		if _, err := c.Write(req); err != nil {
 			return err
 		}

@@ -149,7 +149,8 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 			return nil, fmt.Errorf("hysteria2: opening a stream to %s: %w", f.Dst, err)
 		}
 		// With the request written, the first read takes the server's answer.
-		err = within(ctx, s, func() error {
+		netx.Mark(ctx, netx.PhaseHandshake)
+		err = netx.Within(ctx, s, func() error {
 			_, err := s.Read(nil)
 			return err
 		})
@@ -201,36 +202,4 @@ func (o *Outbound) refuseUDP(err error) {
 	if o.udpWarned.CompareAndSwap(false, true) {
 		o.log.Warn(fmt.Sprintf("%v; datagrams routed to this outbound are dropped", err))
 	}
-}
-
-// longAgo is a deadline already past: setting it wakes blocked I/O.
-var longAgo = time.Unix(1, 0)
-
-// within runs a handshake step on c bound to ctx: c carries ctx's deadline
-// while fn runs and an already-past one as soon as ctx is cancelled; the
-// deadline is cleared afterwards. When ctx ended before fn finished, its
-// cause is the error.
-func within(ctx context.Context, c net.Conn, fn func() error) error {
-	if d, ok := ctx.Deadline(); ok {
-		c.SetDeadline(d)
-	}
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		c.SetDeadline(longAgo)
-		close(fired)
-	})
-	err := fn()
-	if !stop() {
-		<-fired
-		if err == nil {
-			return context.Cause(ctx)
-		}
-		return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
-	}
-	c.SetDeadline(time.Time{})
-	if d, ok := ctx.Deadline(); ok && err != nil && !time.Now().Before(d) {
-		// The conn's copy of the deadline fired before ctx's own timer.
-		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
-	}
-	return err
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"switchyard/netx"
 )
 
 // The slot's limits.
@@ -81,26 +83,44 @@ func newSlot(connect func(context.Context) (*conn, error), clk clock, log *slog.
 // acquire returns the live connection, bringing one up when there is none.
 // During the backoff after a failure it fails at once. Cancelling ctx ends
 // the wait, not the attempt.
+//
+// The dial that starts an attempt takes its admission permit first (a new
+// connection is a physical connect and a handshake); dials that join an
+// attempt or find the connection ready open logical streams and pass.
 func (s *slot) acquire(ctx context.Context) (*conn, error) {
+	admitted := false
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errClosed
-	}
-	switch s.state {
-	case ready:
-		c := s.conn
-		s.mu.Unlock()
-		return c, nil
-	case idle:
+	for {
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errClosed
+		}
+		if s.state == ready {
+			c := s.conn
+			s.mu.Unlock()
+			return c, nil
+		}
+		if s.state == connecting {
+			break
+		}
 		if s.clock.Now().Before(s.retryAt) {
 			s.mu.Unlock()
 			return nil, errBackoff
 		}
-		s.start()
+		if admitted {
+			s.start()
+			break
+		}
+		s.mu.Unlock()
+		if err := netx.Admit(ctx); err != nil {
+			return nil, err
+		}
+		admitted = true
+		s.mu.Lock()
 	}
 	a := s.pending
 	s.mu.Unlock()
+	netx.Mark(ctx, netx.PhaseQUIC)
 	select {
 	case <-a.done:
 		return a.conn, a.err

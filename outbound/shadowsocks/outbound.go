@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"time"
 
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -86,16 +85,14 @@ func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*
 	if err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		up.SetDeadline(dl)
+	netx.Mark(ctx, netx.PhaseHandshake)
+	err = netx.Within(ctx, up, func() error {
+		_, err := up.Write(req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("send the request: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { up.SetDeadline(time.Unix(1, 0)) })
-	_, err = up.Write(req)
-	stopped := stop()
-	if err != nil || !stopped {
-		return nil, fmt.Errorf("send the request: %w", ctxCause(ctx, err))
-	}
-	up.SetDeadline(time.Time{})
 	return &stream{Conn: up, up: sealer, stage: req[:0], size: o.cipher.Method().BufSize(), down: resp.NewReader(up, make([]byte, startBuf))}, nil
 }
 
@@ -121,18 +118,6 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 		return newPacketLink(sock, server, client, o.log), nil
 	}
 	return nil, fmt.Errorf("shadowsocks[%s] udp: no local socket for the server: %w", o.tag, errors.Join(errs...))
-}
-
-// ctxCause is the context's error when the context ended (or its deadline,
-// which the conn shares, passed), else err.
-func ctxCause(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return err
 }
 
 // Close releases what the outbound holds between flows (a shared gRPC

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 
 	"switchyard/netx"
-	"switchyard/outbound/internal/proxyconn"
 	"switchyard/protocol/socks5"
 )
 
@@ -22,7 +21,8 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 		return nil, err
 	}
 	var relay netip.AddrPort
-	err = proxyconn.Within(ctx, control, func() error {
+	netx.Mark(ctx, netx.PhaseHandshake)
+	err = netx.Within(ctx, control, func() error {
 		if err := o.auth.negotiate(control); err != nil {
 			return err
 		}

@@ -91,7 +91,7 @@ func (l *link) drain() {
 			l.mu.Unlock()
 		}
 		l.ended.Store(true)
-		l.udp.SetReadDeadline(proxyconn.LongAgo)
+		l.udp.SetReadDeadline(netx.LongAgo)
 		return
 	}
 }

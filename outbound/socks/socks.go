@@ -62,7 +62,8 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
-	err = proxyconn.Within(ctx, c, func() error {
+	netx.Mark(ctx, netx.PhaseHandshake)
+	err = netx.Within(ctx, c, func() error {
 		if err := o.auth.negotiate(c); err != nil {
 			return err
 		}

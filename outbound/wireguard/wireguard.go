@@ -72,8 +72,13 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) clock() time.Time { return o.now() }
 
 // startTunnel starts a device with the tunnel's socket made under the
-// socket policy.
+// socket policy. The dial that starts it takes its admission permit first;
+// flows inside a running tunnel are logical and pass.
 func (o *Outbound) startTunnel(ctx context.Context) (*tunnel, error) {
+	if err := netx.Admit(ctx); err != nil {
+		return nil, err
+	}
+	netx.Mark(ctx, netx.PhaseTunnel)
 	listen := func(f netx.Family) (udpSocket, error) {
 		c, err := o.dialer.ListenUDP(context.Background(), f)
 		if err != nil {
@@ -95,6 +100,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	if err != nil {
 		return nil, err
 	}
+	netx.Mark(ctx, netx.PhaseConnect)
 	return connect(ctx, t, addrs, o.connectTimeout)
 }
 

@@ -22,7 +22,8 @@ func Open(ctx context.Context, d Dialer, req []byte) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = Within(ctx, c, func() error {
+	netx.Mark(ctx, netx.PhaseHandshake)
+	err = netx.Within(ctx, c, func() error {
 		_, err := c.Write(req)
 		return err
 	})

@@ -1,4 +1,4 @@
-package proxyconn
+package netx
 
 import (
 	"context"
@@ -14,7 +14,8 @@ var LongAgo = time.Unix(1, 0)
 // deadline while fn runs and an already-past one as soon as ctx ends; the
 // deadline is cleared afterwards. When ctx ended before fn was done, or c's
 // deadline (ctx's own) passed just before ctx's timer fired, the error
-// matches ctx's (its cause, with fn's error beside it).
+// matches ctx's (its cause, with fn's error beside it). Every handshake of
+// every transport and protocol runs under it.
 func Within(ctx context.Context, c net.Conn, fn func() error) error {
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline {
@@ -37,6 +38,9 @@ func Within(ctx context.Context, c net.Conn, fn func() error) error {
 	}
 	c.SetDeadline(time.Time{})
 	if err != nil && hasDeadline && !time.Now().Before(deadline) {
+		if cause := context.Cause(ctx); cause != nil {
+			return fmt.Errorf("%w (%w)", cause, err)
+		}
 		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	}
 	return err

@@ -1,18 +1,13 @@
-package proxyconn
+package netx
 
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // A handshake stuck on the upstream ends when its context does, with the
 // context's error; one that finished in time leaves no deadline behind.
@@ -64,15 +59,4 @@ func TestWithin(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
-}
-
-func TestErrorKinds(t *testing.T) {
-	for _, err := range []error{ErrHandshakeClosed, ErrFrameClosed} {
-		if !errors.Is(err, err) || !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Errorf("%v does not match io.ErrUnexpectedEOF", err)
-		}
-	}
-	if errors.Is(ErrHandshakeClosed, ErrFrameClosed) || errors.Is(ErrUpstreamFrameTooLarge, ErrFrameTooLarge) {
-		t.Error("two kinds match each other")
-	}
 }
