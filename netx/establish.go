@@ -81,6 +81,7 @@ func (e *DeadlineError) Temporary() bool      { return true }
 // dial; Phase may be read from any goroutine.
 type Establishment struct {
 	adm   *Admission // nil: admitted without a bound
+	at    time.Time  // the deadline
 	cause DeadlineError
 	phase atomic.Uint32
 	held  atomic.Bool // a permit of adm is held
@@ -107,8 +108,8 @@ func (c *estCtx) Value(key any) any {
 // calls End once the dial returned, whatever its outcome; cancel releases
 // the context's timer.
 func Begin(parent context.Context, adm *Admission, d time.Duration) (*Establishment, context.Context, context.CancelFunc) {
-	e := &Establishment{adm: adm, cause: DeadlineError{After: d}}
-	ctx, cancel := context.WithTimeoutCause(parent, d, &e.cause)
+	e := &Establishment{adm: adm, at: time.Now().Add(d), cause: DeadlineError{After: d}}
+	ctx, cancel := context.WithDeadlineCause(parent, e.at, &e.cause)
 	return e, &estCtx{Context: ctx, e: e}, cancel
 }
 
@@ -126,9 +127,10 @@ func (e *Establishment) Phase() Phase { return Phase(e.phase.Load()) }
 func (e *Establishment) Deadline() time.Duration { return e.cause.After }
 
 // Expired reports whether ctx, a context returned by Begin, ended because
-// the deadline passed.
+// the deadline passed, or the deadline passed (a socket carrying it may
+// fire just before the context's own timer).
 func (e *Establishment) Expired(ctx context.Context) bool {
-	return context.Cause(ctx) == error(&e.cause)
+	return context.Cause(ctx) == error(&e.cause) || !time.Now().Before(e.at)
 }
 
 // establishmentOf returns the establishment ctx runs under, or nil.

@@ -62,7 +62,10 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	log.Info("runtime stats", "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()))
+	gen, proc := sv.Admission()
+	log.Info("runtime stats", "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()),
+		"dials_admitted", gen.InUse, "dials_waiting", gen.Waiting, "dial_limit", gen.Limit,
+		"process_dials_admitted", proc.InUse, "process_dials_waiting", proc.Waiting, "process_dial_gate", proc.Limit)
 }
 
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration

@@ -112,13 +112,19 @@ func Request(c net.Conn, cmd byte, host string, port uint16) (string, error) {
 	return ReadAddr(c)
 }
 
-// Dial opens a CONNECT through the proxy at proxy.
+// Dial opens a CONNECT through the proxy at proxy, waiting up to 10 s for
+// the reply.
 func Dial(proxy, target, user, pass string) (net.Conn, error) {
+	return DialWithin(proxy, target, user, pass, 10*time.Second)
+}
+
+// DialWithin is Dial waiting up to d for the greeting and the reply.
+func DialWithin(proxy, target, user, pass string, d time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", proxy, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(d))
 	if err := Greet(c, user, pass); err != nil {
 		c.Close()
 		return nil, err
