@@ -35,13 +35,17 @@ type Plane struct {
 	Establish time.Duration
 }
 
+// EstablishTimeout is the establishment deadline of a dial routed on p.
+func (p *Plane) EstablishTimeout() time.Duration {
+	if p.Establish <= 0 {
+		return netx.EstablishTimeout(0)
+	}
+	return p.Establish
+}
+
 // Begin starts the establishment of one dial routed on p: see netx.Begin.
 func (p *Plane) Begin(parent context.Context) (*netx.Establishment, context.Context, context.CancelFunc) {
-	d := p.Establish
-	if d <= 0 {
-		d = netx.EstablishTimeout(0)
-	}
-	return netx.Begin(parent, p.Admission, d)
+	return netx.Begin(parent, p.Admission, p.EstablishTimeout())
 }
 
 // Final is the rule index Route reports when no rule matched.

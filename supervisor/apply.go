@@ -28,7 +28,7 @@ func (sv *Supervisor) Apply(s *spec.Spec) error {
 	if err != nil {
 		return sv.refuse(err)
 	}
-	p, err := prepare(sv.cur, s, deps)
+	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap)
 	if err != nil {
 		return sv.refuse(err)
 	}

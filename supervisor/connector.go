@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"switchyard/fanout"
 	"switchyard/inbound"
@@ -27,15 +28,21 @@ var _ inbound.Connector = (*connector)(nil)
 // ConnectStream dials f under the establishment of the plane it routes on:
 // one absolute deadline and that generation's admission. A dial that a
 // reload overtook (its version retired before it began, or drained while it
-// ran) is routed and dialed once more on the plane published since.
+// ran) is routed and dialed again on the plane published since, for as long
+// as the first try's establishment deadline runs: a flow never fails
+// because a reload happened, and a storm of reloads cannot hold it longer
+// than a silent server could.
 func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	p := c.cell.Load()
+	until := time.Now().Add(p.EstablishTimeout())
 	conn, leaf, rule, err := c.dial(ctx, p, f)
-	if err != nil && plane.Reloaded(err) && ctx.Err() == nil {
-		if q := c.cell.Load(); q != p {
-			p = q
-			conn, leaf, rule, err = c.dial(ctx, p, f)
+	for err != nil && plane.Reloaded(err) && ctx.Err() == nil && time.Now().Before(until) {
+		q := c.cell.Load()
+		if q == p {
+			break
 		}
+		p = q
+		conn, leaf, rule, err = c.dial(ctx, p, f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", leaf.ID(), err)

@@ -27,6 +27,9 @@ type Options struct {
 	// Gate is the process-wide dial admission gate every generation shares;
 	// nil is netx.ProcessGate().
 	Gate *netx.Gate
+
+	// wrap, in tests, wraps each outbound the supervisor builds.
+	wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound
 }
 
 // Supervisor owns the running state. Apply and Close are serialised; flows
@@ -97,7 +100,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		cancel()
 		return nil, err
 	}
-	p, err := prepare(nil, s, deps)
+	p, err := prepareWith(nil, s, deps, opts.wrap)
 	if err != nil {
 		cancel()
 		return nil, err

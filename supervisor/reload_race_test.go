@@ -1,0 +1,110 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/spec"
+)
+
+// closable fails every dial once closed, as a gRPC pool, a Hysteria 2 slot
+// or a WireGuard tunnel does once its version is released. Each dial takes
+// a little while, so that reloads land while dials run.
+type closable struct {
+	inner  outbound.Outbound
+	closed atomic.Bool
+}
+
+var errClosedOutbound = errors.New("dial on a closed outbound")
+
+func (c *closable) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	if c.closed.Load() {
+		return nil, errClosedOutbound
+	}
+	time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+	if c.closed.Load() {
+		return nil, errClosedOutbound
+	}
+	return c.inner.DialStream(ctx, f)
+}
+
+func (c *closable) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	if c.closed.Load() {
+		return nil, errClosedOutbound
+	}
+	return c.inner.DialPacket(ctx, f)
+}
+
+func (c *closable) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+// Dials in a tight loop while 100 reloads alternate two configurations that
+// change the outbound they route to: no dial fails because a reload
+// happened, whether the old version's flows are kept or closed.
+func TestNoDialFailsBecauseOfAReload(t *testing.T) {
+	for _, drain := range []spec.Drain{spec.DrainKeep, spec.DrainClose} {
+		t.Run(string(drain), func(t *testing.T) {
+			wrap := func(_ spec.Outbound, o outbound.Outbound) outbound.Outbound { return &closable{inner: o} }
+			specFor := func(i int) *spec.Spec {
+				s := baseSpec()
+				s.Reload.Drain = drain
+				if i%2 == 1 {
+					s.Outbounds[0].AddressFamily = "prefer_ipv4"
+				}
+				return s
+			}
+			sv, _ := run(t, specFor(0), Options{wrap: wrap})
+			dst, err := netx.ParseAddr(tcpEcho(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			flow := netx.Flow{Network: netx.TCP, Dst: dst, Inbound: "socks-in"}
+			var (
+				stop         atomic.Bool
+				dials, fails atomic.Int64
+				firstErr     atomic.Value
+				wg           sync.WaitGroup
+			)
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for !stop.Load() {
+						c, err := sv.conn.ConnectStream(context.Background(), flow)
+						dials.Add(1)
+						if err != nil {
+							fails.Add(1)
+							firstErr.CompareAndSwap(nil, err)
+							continue
+						}
+						c.Close()
+					}
+				}()
+			}
+			for i := 1; i <= 100; i++ {
+				if err := sv.Apply(specFor(i)); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
+			}
+			stop.Store(true)
+			wg.Wait()
+			if n := fails.Load(); n > 0 {
+				t.Fatalf("%d of %d dials failed across 100 reloads; first: %v", n, dials.Load(), firstErr.Load())
+			}
+			if dials.Load() < 200 {
+				t.Fatalf("only %d dials ran", dials.Load())
+			}
+		})
+	}
+}
