@@ -21,7 +21,7 @@ func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.L
 	}
 	up, err := s.conn.ConnectStream(s.conns.Context(), flow)
 	if err != nil {
-		code := socks5.ReplyFor(err)
+		code := replyFor(err)
 		log.Debug("socks connect failed", "destination", flow.Dst, "reply", socks5.ReplyText(code), "error", err)
 		writeReply(c, code, netx.Addr{})
 		return

@@ -158,7 +158,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 			if connectionGone(err) {
 				o.slot.lost(c)
 			}
-			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, err)
+			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
 		}
 		return s, nil
 	}
