@@ -68,8 +68,8 @@ const (
 func defaultInboundUDP(typ string) bool { return typ == "socks" || typ == "mixed" }
 
 // defaultOutboundUDP is the udp value of an outbound that does not set it:
-// on wherever the protocol carries datagrams; HTTP CONNECT carries none.
-func defaultOutboundUDP(typ string) bool { return typ != "http" }
+// on wherever the outbound carries datagrams (see noUDP).
+func defaultOutboundUDP(typ, transport string) bool { return noUDP(typ, transport) == "" }
 
 // implicitOutbounds are appended, in this order, for each tag the file does
 // not declare.

@@ -699,6 +699,44 @@ server = "127.0.0.1:3128"
 udp = false
 `, []want{{5, "outbounds[0].udp", "http carries no datagrams"}}},
 
+		{"udp on shadowsocks over a stream transport", `[[outbounds]]
+tag = "a"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "tcp" }
+udp = true
+[[outbounds]]
+tag = "b"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+tls = {}
+transport = { type = "grpc", service_name = "ss" }
+udp = false
+[[outbounds]]
+tag = "c"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "ws", host = "ss.example" }
+udp = true
+[[outbounds]]
+tag = "d"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "httpupgrade", host = "ss.example" }
+udp = true
+`, []want{
+			{25, "outbounds[2].udp", "shadowsocks over a ws transport carries no UDP (its datagrams would bypass the transport)"},
+			{33, "outbounds[3].udp", "shadowsocks over an httpupgrade transport carries no UDP (its datagrams would bypass the transport)"},
+		}},
+
 		{"shadowsocks method and password", `[[outbounds]]
 tag = "a"
 type = "shadowsocks"

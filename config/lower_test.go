@@ -797,3 +797,45 @@ reserved = [0, 0, 0]
 		t.Fatal("two outbounds share one allowed_ips slice")
 	}
 }
+
+// Shadowsocks over a transport other than tcp carries no UDP unless told
+// otherwise (and check refuses being told so); other protocols over the same
+// transport keep theirs.
+func TestShadowsocksOverAStreamTransportDefaultsToNoUDP(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "ss-ws"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "ws", host = "ss.example" }
+[[outbounds]]
+tag = "ss-grpc"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+tls = {}
+transport = { type = "grpc", service_name = "ss" }
+[[outbounds]]
+tag = "ss-tcp"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "tcp" }
+[[outbounds]]
+tag = "vless-ws"
+type = "vless"
+server = "127.0.0.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", host = "v.example" }
+`)
+	want := map[string]bool{"ss-ws": false, "ss-grpc": false, "ss-tcp": true, "vless-ws": true}
+	for _, o := range s.Outbounds {
+		if w, ok := want[o.Tag]; ok && o.UDP != w {
+			t.Errorf("%s: udp = %v, want %v", o.Tag, o.UDP, w)
+		}
+	}
+}
