@@ -1072,6 +1072,30 @@ type = "ws"
 headers.X-Count = 1
 `, []want{{7, "outbounds[0].transport.headers.X-Count", "expected a string, found an integer"}}},
 
+		{"hysteria2 max_concurrent_streams", `[[outbounds]]
+tag = "a"
+type = "hysteria2"
+server = "example.com:443"
+password = "p"
+max_concurrent_streams = 0
+[[outbounds]]
+tag = "b"
+type = "hysteria2"
+server = "example.com:443"
+password = "p"
+max_concurrent_streams = 2147483648
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+max_concurrent_streams = 8
+`, []want{
+			{6, "outbounds[0].max_concurrent_streams", "0 is out of range 1..2147483647"},
+			{12, "outbounds[1].max_concurrent_streams", "2147483648 is out of range 1..2147483647"},
+			{18, "outbounds[2].max_concurrent_streams", "a vless outbound has no max concurrent streams"},
+		}},
+
 		{"hysteria2 keys", `[[outbounds]]
 tag = "a"
 type = "hysteria2"
