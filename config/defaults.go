@@ -32,6 +32,12 @@ const (
 	defaultGRPCServiceName = "grpc"
 	defaultGRPCMode        = "gun"
 
+	// Hysteria 2: the TCP streams a client keeps open at once on its QUIC
+	// connection, the number a Hysteria 2 server accepts by default (its
+	// QUIC MaxIncomingStreams); beyond it a flow waits for a stream to
+	// close instead of being refused by the server.
+	defaultHysteria2MaxStreams = 1024
+
 	// WireGuard. The MTU is the tunnel's, inside the encapsulation: 576 is
 	// the least IPv4 has every host accept (RFC 791); a tunnel with an IPv6
 	// address needs 1280 (RFC 8200), and the loader refuses less for it.
@@ -68,8 +74,8 @@ const (
 func defaultInboundUDP(typ string) bool { return typ == "socks" || typ == "mixed" }
 
 // defaultOutboundUDP is the udp value of an outbound that does not set it:
-// on wherever the protocol carries datagrams; HTTP CONNECT carries none.
-func defaultOutboundUDP(typ string) bool { return typ != "http" }
+// on wherever the outbound carries datagrams (see noUDP).
+func defaultOutboundUDP(typ, transport string) bool { return noUDP(typ, transport) == "" }
 
 // implicitOutbounds are appended, in this order, for each tag the file does
 // not declare.
@@ -123,7 +129,7 @@ var (
 		"trojan":      {"address_family", "server", "password", "transport", "tls"},
 		"vless":       {"address_family", "server", "uuid", "flow", "packet_encoding", "transport", "tls"},
 		"vmess":       {"address_family", "server", "uuid", "security", "global_padding", "packet_encoding", "transport", "tls"},
-		"hysteria2":   {"address_family", "server", "password", "obfs", "up_mbps", "down_mbps", "tls"},
+		"hysteria2":   {"address_family", "server", "password", "obfs", "up_mbps", "down_mbps", "max_concurrent_streams", "tls"},
 		"wireguard": {"address_family", "endpoint", "endpoint_address_family", "private_key", "peer_public_key",
 			"preshared_key", "addresses", "mtu", "keepalive", "allowed_ips", "reserved"},
 	}

@@ -699,6 +699,44 @@ server = "127.0.0.1:3128"
 udp = false
 `, []want{{5, "outbounds[0].udp", "http carries no datagrams"}}},
 
+		{"udp on shadowsocks over a stream transport", `[[outbounds]]
+tag = "a"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "tcp" }
+udp = true
+[[outbounds]]
+tag = "b"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+tls = {}
+transport = { type = "grpc", service_name = "ss" }
+udp = false
+[[outbounds]]
+tag = "c"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "ws", host = "ss.example" }
+udp = true
+[[outbounds]]
+tag = "d"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "httpupgrade", host = "ss.example" }
+udp = true
+`, []want{
+			{25, "outbounds[2].udp", "shadowsocks over a ws transport carries no UDP (its datagrams would bypass the transport)"},
+			{33, "outbounds[3].udp", "shadowsocks over an httpupgrade transport carries no UDP (its datagrams would bypass the transport)"},
+		}},
+
 		{"shadowsocks method and password", `[[outbounds]]
 tag = "a"
 type = "shadowsocks"
@@ -1033,6 +1071,30 @@ server = "127.0.0.1:1081"
 type = "ws"
 headers.X-Count = 1
 `, []want{{7, "outbounds[0].transport.headers.X-Count", "expected a string, found an integer"}}},
+
+		{"hysteria2 max_concurrent_streams", `[[outbounds]]
+tag = "a"
+type = "hysteria2"
+server = "example.com:443"
+password = "p"
+max_concurrent_streams = 0
+[[outbounds]]
+tag = "b"
+type = "hysteria2"
+server = "example.com:443"
+password = "p"
+max_concurrent_streams = 2147483648
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+max_concurrent_streams = 8
+`, []want{
+			{6, "outbounds[0].max_concurrent_streams", "0 is out of range 1..2147483647"},
+			{12, "outbounds[1].max_concurrent_streams", "2147483648 is out of range 1..2147483647"},
+			{18, "outbounds[2].max_concurrent_streams", "a vless outbound has no max concurrent streams"},
+		}},
 
 		{"hysteria2 keys", `[[outbounds]]
 tag = "a"

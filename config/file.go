@@ -78,9 +78,10 @@ type fileOutbound struct {
 	TLS            *fileTLS       `toml:"tls"`
 
 	// Hysteria 2 (also server, password, tls).
-	Obfs     *fileObfs `toml:"obfs"`
-	UpMbps   *int64    `toml:"up_mbps"`
-	DownMbps *int64    `toml:"down_mbps"`
+	Obfs                 *fileObfs `toml:"obfs"`
+	UpMbps               *int64    `toml:"up_mbps"`
+	DownMbps             *int64    `toml:"down_mbps"`
+	MaxConcurrentStreams *int64    `toml:"max_concurrent_streams"`
 
 	// WireGuard.
 	Endpoint              *string  `toml:"endpoint"`

@@ -17,6 +17,7 @@ func (l *lowerer) hysteria2(key string, f *fileOutbound, o *spec.Outbound) {
 	o.Obfs = l.obfs(key+".obfs", f.Obfs)
 	o.UpMbps = l.mbps(key+".up_mbps", f.UpMbps)
 	o.DownMbps = l.mbps(key+".down_mbps", f.DownMbps)
+	o.MaxConcurrentStreams = l.maxStreams(key+".max_concurrent_streams", f.MaxConcurrentStreams)
 	if f.TLS == nil {
 		o.TLS = &spec.TLS{ServerName: host, ALPN: slices.Clone(hysteria2ALPN)}
 		return
@@ -59,6 +60,19 @@ func (l *lowerer) mbps(key string, v *int64) int {
 	if *v < 0 || *v > math.MaxInt32 {
 		l.errorf(key, "%d is out of range 0..%d", *v, math.MaxInt32)
 		return 0
+	}
+	return int(*v)
+}
+
+// maxStreams lowers the cap on a Hysteria 2 client's TCP streams open at
+// once on its connection; the default when it is not written.
+func (l *lowerer) maxStreams(key string, v *int64) int {
+	if v == nil {
+		return defaultHysteria2MaxStreams
+	}
+	if *v < 1 || *v > math.MaxInt32 {
+		l.errorf(key, "%d is out of range 1..%d", *v, math.MaxInt32)
+		return defaultHysteria2MaxStreams
 	}
 	return int(*v)
 }

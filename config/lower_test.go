@@ -130,7 +130,7 @@ func TestFullFile(t *testing.T) {
 				Transport:      spec.Transport{Type: "grpc", ServiceName: "Tun.Svc", Authority: "grpc.example", Mode: "multi"},
 				TLS:            &spec.TLS{ServerName: "sni.example", ALPN: []string{"h2"}, Fingerprint: "firefox"}},
 			{Tag: "hy2", Type: "hysteria2", AddressFamily: "prefer_ipv6", Drain: spec.DrainClose, Server: "hy2.example:8443",
-				Password: "secret", Obfs: &spec.Obfs{Type: "salamander", Password: "obfs-secret"}, UpMbps: 50, DownMbps: 200,
+				Password: "secret", Obfs: &spec.Obfs{Type: "salamander", Password: "obfs-secret"}, UpMbps: 50, DownMbps: 200, MaxConcurrentStreams: 1024,
 				TLS: &spec.TLS{ServerName: "sni.example", ALPN: []string{"h3"}, Insecure: true}},
 			{Tag: "wg", Type: "wireguard", AddressFamily: "ipv6_only", Drain: spec.DrainKeep,
 				Endpoint: "203.0.113.1:51820", EndpointAddressFamily: "ipv4_only",
@@ -698,6 +698,7 @@ password = "secret"
 obfs = { type = "salamander", password = "obfs" }
 up_mbps = 100
 down_mbps = 500
+max_concurrent_streams = 8
 address_family = "ipv6_only"
 udp = false
 drain = "close"
@@ -711,12 +712,12 @@ tls = { alpn = ["h3"], ca_file = "/etc/ca.pem" }
 `)
 	want := []spec.Outbound{
 		{Tag: "hy2", Type: "hysteria2", AddressFamily: "auto", UDP: true, Server: "hy.example:443", Password: "secret",
-			TLS: &spec.TLS{ServerName: "hy.example", ALPN: []string{"h3"}}},
+			MaxConcurrentStreams: 1024, TLS: &spec.TLS{ServerName: "hy.example", ALPN: []string{"h3"}}},
 		{Tag: "hy2-all", Type: "hysteria2", AddressFamily: "ipv6_only", Drain: spec.DrainClose, Server: "[2001:db8::7]:8443",
 			Password: "secret", Obfs: &spec.Obfs{Type: "salamander", Password: "obfs"}, UpMbps: 100, DownMbps: 500,
-			TLS: &spec.TLS{ServerName: "sni.example", ALPN: []string{"h3"}, Insecure: true}},
+			MaxConcurrentStreams: 8, TLS: &spec.TLS{ServerName: "sni.example", ALPN: []string{"h3"}, Insecure: true}},
 		{Tag: "hy2-alpn", Type: "hysteria2", AddressFamily: "auto", UDP: true, Server: "192.0.2.1:443", Password: "secret",
-			TLS: &spec.TLS{ServerName: "192.0.2.1", ALPN: []string{"h3"}, CAFile: filepath.Clean("/etc/ca.pem")}},
+			MaxConcurrentStreams: 1024, TLS: &spec.TLS{ServerName: "192.0.2.1", ALPN: []string{"h3"}, CAFile: filepath.Clean("/etc/ca.pem")}},
 	}
 	for i, w := range want {
 		if got := s.Outbounds[i]; !spec.Equal(got, w) {
@@ -795,5 +796,47 @@ reserved = [0, 0, 0]
 	// The default allowed IPs are not shared between specs.
 	if &s.Outbounds[0].AllowedIPs[0] == &s.Outbounds[2].AllowedIPs[0] || &s.Outbounds[0].AllowedIPs[0] == &defaultAllowedIPs[0] {
 		t.Fatal("two outbounds share one allowed_ips slice")
+	}
+}
+
+// Shadowsocks over a transport other than tcp carries no UDP unless told
+// otherwise (and check refuses being told so); other protocols over the same
+// transport keep theirs.
+func TestShadowsocksOverAStreamTransportDefaultsToNoUDP(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "ss-ws"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "ws", host = "ss.example" }
+[[outbounds]]
+tag = "ss-grpc"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+tls = {}
+transport = { type = "grpc", service_name = "ss" }
+[[outbounds]]
+tag = "ss-tcp"
+type = "shadowsocks"
+server = "127.0.0.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "tcp" }
+[[outbounds]]
+tag = "vless-ws"
+type = "vless"
+server = "127.0.0.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", host = "v.example" }
+`)
+	want := map[string]bool{"ss-ws": false, "ss-grpc": false, "ss-tcp": true, "vless-ws": true}
+	for _, o := range s.Outbounds {
+		if w, ok := want[o.Tag]; ok && o.UDP != w {
+			t.Errorf("%s: udp = %v, want %v", o.Tag, o.UDP, w)
+		}
 	}
 }

@@ -66,10 +66,10 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		if f.Drain != "" && l.oneOf(key+".drain", f.Drain, drains) {
 			o.Drain = spec.Drain(f.Drain)
 		}
-		o.UDP = defaultOutboundUDP(canonical)
+		o.UDP = defaultOutboundUDP(canonical, o.Transport.Type)
 		if f.UDP != nil {
-			if *f.UDP && canonical == "http" {
-				l.errorf(key+".udp", "http carries no datagrams (HTTP CONNECT is TCP only)")
+			if why := noUDP(canonical, o.Transport.Type); *f.UDP && why != "" {
+				l.errorf(key+".udp", "%s", why)
 			} else {
 				o.UDP = *f.UDP
 			}
@@ -82,6 +82,21 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		}
 	}
 	return out
+}
+
+// noUDP says why an outbound of typ over transport carries no datagrams, ""
+// when it does: HTTP CONNECT carries none, and Shadowsocks sends its
+// datagrams to the server's UDP relay beside the stream, which over a
+// transport other than tcp would bypass the transport the server is
+// reached through.
+func noUDP(typ, transport string) string {
+	switch {
+	case typ == "http":
+		return "http carries no datagrams (HTTP CONNECT is TCP only)"
+	case typ == "shadowsocks" && transport != "" && transport != "tcp":
+		return fmt.Sprintf("shadowsocks over %s transport carries no UDP (its datagrams would bypass the transport)", aType(transport))
+	}
+	return ""
 }
 
 // foreignKeys reports every key written on an outbound whose type does not

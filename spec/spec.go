@@ -101,6 +101,9 @@ type Outbound struct {
 	Obfs     *Obfs // nil: no obfuscation
 	UpMbps   int   // 0: BBR; > 0: Brutal at this send rate
 	DownMbps int
+	// MaxConcurrentStreams caps the TCP streams open at once on the QUIC
+	// connection; a flow beyond it waits for one to close. 0: no cap.
+	MaxConcurrentStreams int
 
 	// WireGuard.
 	Endpoint              string // host:port of the peer

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"slices"
+	"time"
 
 	"switchyard/spec"
 )
@@ -24,6 +25,7 @@ func (k stepKind) String() string {
 type outboundStep struct {
 	kind    stepKind
 	spec    spec.Outbound
+	key     outboundKey
 	version uint32
 }
 
@@ -37,6 +39,7 @@ type drainStep struct {
 type balancerStep struct {
 	kind    stepKind
 	spec    spec.Balancer
+	key     balancerKey
 	version uint32
 }
 
@@ -55,19 +58,62 @@ type thePlan struct {
 	balancerVersions map[string]uint32
 }
 
-// depsChanged reports whether what every outbound is built with changed: an
-// outbound holds a dialer and resolvers built from these, so a change rebuilds
-// every outbound that uses them (every one but block).
-func depsChanged(old, next *spec.Spec) bool {
-	return !spec.Equal(old.Dial, next.Dial)
+// An apply reuses a running object exactly when the build key of its spec in
+// the new spec equals the key it was built from. A build key holds what the
+// build reads and nothing else: a key read only after the build is left out,
+// so changing it alone never rebuilds. Every versioned kind has one.
+
+// outboundKey is what building an outbound reads: its own spec without its
+// drain key (read only when its version is drained), and of the generation's
+// dependencies the connect timeout, for a protocol that connects with it.
+// The [socket] policy is fixed for the process, and [dial].max_concurrent_dials
+// belongs to the generation, not to an outbound; neither is in the key.
+type outboundKey struct {
+	spec           spec.Outbound
+	connectTimeout time.Duration
 }
 
-// usesDeps reports whether an outbound holds the dialer or a resolver.
-func usesDeps(o spec.Outbound) bool { return o.Type != "block" }
+func outboundBuildKey(o spec.Outbound, s *spec.Spec) outboundKey {
+	k := outboundKey{spec: o}
+	k.spec.Drain = ""
+	if dialsWithConnectTimeout(o) {
+		k.connectTimeout = s.Dial.ConnectTimeout
+	}
+	return k
+}
 
-// plan gives every outbound and balancer tag of next a version: unchanged →
-// reuse at the running version; changed or new → build at the next version,
-// draining the old one. cur may be nil for the first apply.
+// dialsWithConnectTimeout reports whether an outbound's build reads
+// [dial].connect_timeout (outbound.Deps.ConnectTimeout, or the TCP connects
+// of outbound.Deps.Dialer). block dials nothing; wireguard only binds its
+// UDP socket under the policy and bounds connects inside the tunnel with
+// its own fixed timeout. A protocol that starts reading it belongs here.
+func dialsWithConnectTimeout(o spec.Outbound) bool {
+	switch o.Type {
+	case "block", "wireguard":
+		return false
+	}
+	return true
+}
+
+// balancerKey is what building a balancer reads: its spec and the versions
+// of its members, whose targets it holds.
+type balancerKey struct {
+	spec    spec.Balancer
+	members []uint32
+}
+
+func balancerBuildKey(b spec.Balancer, versions map[string]uint32) balancerKey {
+	k := balancerKey{spec: b, members: make([]uint32, len(b.Members))}
+	for i, m := range b.Members {
+		k.members[i] = versions[m]
+	}
+	return k
+}
+
+// plan gives every outbound and balancer tag of next a version: a build key
+// equal to the running one's → reuse at the running version; otherwise, or
+// new → build at the next version, draining the old one. cur may be nil for
+// the first apply.
 func plan(cur *state, next *spec.Spec) *thePlan {
 	p := &thePlan{versions: map[string]uint32{}, balancerVersions: map[string]uint32{}}
 	if cur != nil {
@@ -78,22 +124,20 @@ func plan(cur *state, next *spec.Spec) *thePlan {
 			p.balancerVersions[t] = v
 		}
 	}
-	rebuildAll := cur != nil && depsChanged(cur.spec, next)
-	rebuilt := map[string]bool{}
 	seen := map[string]bool{}
 	for _, o := range next.Outbounds {
 		seen[o.Tag] = true
+		key := outboundBuildKey(o, next)
 		var running *runOutbound
 		if cur != nil {
 			running = cur.outbounds[o.Tag]
 		}
-		if running != nil && spec.Equal(running.spec, o) && !(rebuildAll && usesDeps(o)) {
-			p.outbounds = append(p.outbounds, outboundStep{kind: stepReuse, spec: o, version: running.target.ID().Version})
+		if running != nil && spec.Equal(running.key, key) {
+			p.outbounds = append(p.outbounds, outboundStep{kind: stepReuse, spec: o, key: key, version: running.target.ID().Version})
 			continue
 		}
 		p.versions[o.Tag]++
-		p.outbounds = append(p.outbounds, outboundStep{kind: stepBuild, spec: o, version: p.versions[o.Tag]})
-		rebuilt[o.Tag] = true
+		p.outbounds = append(p.outbounds, outboundStep{kind: stepBuild, spec: o, key: key, version: p.versions[o.Tag]})
 		if running != nil {
 			p.drains = append(p.drains, drainStep{tag: o.Tag, version: running.target.ID().Version, policy: drainPolicy(running.spec, o, next)})
 		}
@@ -106,20 +150,24 @@ func plan(cur *state, next *spec.Spec) *thePlan {
 			}
 		}
 	}
+	after := make(map[string]uint32, len(p.outbounds)) // the version of every outbound after the apply
+	for _, st := range p.outbounds {
+		after[st.spec.Tag] = st.version
+	}
 	seenBal := map[string]bool{}
 	for _, b := range next.Balancers {
 		seenBal[b.Tag] = true
+		key := balancerBuildKey(b, after)
 		var running *runBalancer
 		if cur != nil {
 			running = cur.balancers[b.Tag]
 		}
-		membersKept := !slices.ContainsFunc(b.Members, func(m string) bool { return rebuilt[m] })
-		if running != nil && spec.Equal(running.spec, b) && membersKept {
-			p.balancers = append(p.balancers, balancerStep{kind: stepReuse, spec: b, version: running.version})
+		if running != nil && spec.Equal(running.key, key) {
+			p.balancers = append(p.balancers, balancerStep{kind: stepReuse, spec: b, key: key, version: running.version})
 			continue
 		}
 		p.balancerVersions[b.Tag]++
-		p.balancers = append(p.balancers, balancerStep{kind: stepBuild, spec: b, version: p.balancerVersions[b.Tag]})
+		p.balancers = append(p.balancers, balancerStep{kind: stepBuild, spec: b, key: key, version: p.balancerVersions[b.Tag]})
 	}
 	if cur != nil {
 		for _, tag := range sortedKeys(cur.balancers) {

@@ -1,14 +1,17 @@
 package supervisor
 
 import (
+	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/spec"
+	"switchyard/test/socksclient"
 )
 
 func planSpec() *spec.Spec {
@@ -66,7 +69,7 @@ func TestPlanVersions(t *testing.T) {
 	if v := versionOf(st3, "direct"); v != 2 {
 		t.Fatalf("changed outbound at v%d", v)
 	}
-	if st3.outbounds["direct2"] != st2.outbounds["direct2"] {
+	if st3.outbounds["direct2"].target != st2.outbounds["direct2"].target {
 		t.Fatal("an unrelated outbound was rebuilt")
 	}
 	if len(p.plan.drains) != 1 || p.plan.drains[0] != (drainStep{tag: "direct", version: 1, policy: spec.DrainClose}) {
@@ -86,16 +89,149 @@ func TestPlanVersions(t *testing.T) {
 	}
 }
 
-func TestChangedDialDepsRebuildEveryOutboundButBlock(t *testing.T) {
-	_, st := applyPlan(t, nil, planSpec())
+// wgKey is a valid X25519 key in base64.
+const wgKey = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+
+// scopeSpec is planSpec with a proxy client and a WireGuard outbound.
+func scopeSpec() *spec.Spec {
 	s := planSpec()
-	s.Dial.ConnectTimeout = 3 * time.Second
-	_, st2 := applyPlan(t, st, s)
-	if versionOf(st2, "direct") != 2 || versionOf(st2, "direct2") != 2 {
-		t.Fatal("a changed dial spec did not rebuild the outbounds that dial")
+	s.Outbounds = append(s.Outbounds,
+		spec.Outbound{Tag: "up", Type: "socks", AddressFamily: "auto", UDP: true, Server: "127.0.0.1:1080"},
+		spec.Outbound{Tag: "wg", Type: "wireguard", AddressFamily: "auto", UDP: true, Endpoint: "127.0.0.1:51820",
+			EndpointAddressFamily: "auto", PrivateKey: wgKey, PeerPublicKey: wgKey, MTU: 1408,
+			Addresses: []netip.Prefix{netip.MustParsePrefix("10.7.0.2/32")}, AllowedIPs: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}})
+	return s
+}
+
+var scopeTags = []string{"direct", "direct2", "block", "up", "wg"}
+
+// [dial].max_concurrent_dials belongs to the generation: changing it
+// rebuilds no outbound and drains nothing.
+func TestAMaxConcurrentDialsChangeReusesEveryOutbound(t *testing.T) {
+	_, st := applyPlan(t, nil, scopeSpec())
+	s := scopeSpec()
+	s.Dial.MaxConcurrentDials = 4
+	p, st2 := applyPlan(t, st, s)
+	for _, tag := range scopeTags {
+		if st2.outbounds[tag].target != st.outbounds[tag].target {
+			t.Errorf("%s was rebuilt (v%d) by a max_concurrent_dials change", tag, versionOf(st2, tag))
+		}
 	}
-	if st2.outbounds["block"] != st.outbounds["block"] {
-		t.Fatal("block was rebuilt by a dial change")
+	if len(p.plan.drains) != 0 {
+		t.Fatalf("drains %+v", p.plan.drains)
+	}
+}
+
+// [dial].connect_timeout is read by the outbounds that connect with it:
+// those are rebuilt, block and wireguard are reused.
+func TestAConnectTimeoutChangeRebuildsTheOutboundsThatDial(t *testing.T) {
+	_, st := applyPlan(t, nil, scopeSpec())
+	s := scopeSpec()
+	s.Dial.ConnectTimeout = 3 * time.Second
+	p, st2 := applyPlan(t, st, s)
+	for _, tag := range []string{"direct", "direct2", "up"} {
+		if versionOf(st2, tag) != 2 {
+			t.Errorf("%s at v%d after a connect_timeout change, want v2", tag, versionOf(st2, tag))
+		}
+	}
+	for _, tag := range []string{"block", "wg"} {
+		if st2.outbounds[tag].target != st.outbounds[tag].target {
+			t.Errorf("%s was rebuilt by a connect_timeout change", tag)
+		}
+	}
+	if len(p.plan.drains) != 3 {
+		t.Fatalf("drains %+v, want direct, direct2 and up", p.plan.drains)
+	}
+}
+
+// Editing only an outbound's drain key keeps the running version: nothing
+// is drained, and the new value is what its flows get at its next drain.
+func TestADrainOnlyChangeReusesTheOutbound(t *testing.T) {
+	_, st := applyPlan(t, nil, scopeSpec())
+	for _, tag := range scopeTags {
+		s := scopeSpec()
+		i := slices.IndexFunc(s.Outbounds, func(o spec.Outbound) bool { return o.Tag == tag })
+		s.Outbounds[i].Drain = spec.DrainClose
+		p, st2 := applyPlan(t, st, s)
+		if st2.outbounds[tag].target != st.outbounds[tag].target || versionOf(st2, tag) != 1 {
+			t.Fatalf("%s: a drain-only change rebuilt it at v%d", tag, versionOf(st2, tag))
+		}
+		if len(p.plan.drains) != 0 {
+			t.Fatalf("%s: a drain-only change drained %+v", tag, p.plan.drains)
+		}
+		// A later real change, with the drain key unset again: the running
+		// version's flows get the drain it was last given.
+		s3 := scopeSpec()
+		s3.Outbounds[i].AddressFamily = "ipv4_only"
+		p, st3 := applyPlan(t, st2, s3)
+		if versionOf(st3, tag) != 2 {
+			t.Fatalf("%s: a real change left it at v%d", tag, versionOf(st3, tag))
+		}
+		if len(p.plan.drains) != 1 || p.plan.drains[0] != (drainStep{tag: tag, version: 1, policy: spec.DrainClose}) {
+			t.Fatalf("%s: drains %+v, want v1 drained with close", tag, p.plan.drains)
+		}
+		// Removed instead: the same.
+		s4 := scopeSpec()
+		s4.Outbounds = slices.Delete(s4.Outbounds, i, i+1)
+		if tag == s4.Route.Final {
+			s4.Route.Final = "direct2"
+		}
+		p, _ = applyPlan(t, st2, s4)
+		if len(p.plan.drains) != 1 || p.plan.drains[0] != (drainStep{tag: tag, version: 1, policy: spec.DrainClose, removed: true}) {
+			t.Fatalf("%s: removal drains %+v, want v1 drained with close", tag, p.plan.drains)
+		}
+	}
+}
+
+// A real change and a drain change together rebuild the outbound, and the
+// old version is drained per drainPolicy: the new spec's drain key first.
+func TestARealChangeWithADrainChangeRebuildsAndDrainsByTheNewKey(t *testing.T) {
+	s1 := scopeSpec()
+	s1.Outbounds[3].Drain = spec.DrainClose
+	_, st := applyPlan(t, nil, s1)
+	s2 := scopeSpec()
+	s2.Outbounds[3].Server = "127.0.0.1:1081"
+	s2.Outbounds[3].Drain = spec.DrainKeep
+	p, st2 := applyPlan(t, st, s2)
+	if versionOf(st2, "up") != 2 {
+		t.Fatalf("up at v%d, want v2", versionOf(st2, "up"))
+	}
+	if len(p.plan.drains) != 1 || p.plan.drains[0] != (drainStep{tag: "up", version: 1, policy: spec.DrainKeep}) {
+		t.Fatalf("drains %+v, want up@v1 drained with keep", p.plan.drains)
+	}
+}
+
+// Through Apply: a drain-only change leaves a live flow running on the same
+// version, and the next change of that outbound closes it with the new key.
+func TestADrainOnlyChangeAppliesAtTheNextDrain(t *testing.T) {
+	sv, proxy := run(t, baseSpec(), Options{})
+	c1, err := socksclient.Dial(proxy, tcpEcho(t), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	if err := echoOnce(c1, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := baseSpec()
+	s2.Outbounds[0].Drain = spec.DrainClose
+	if err := sv.Apply(s2); err != nil {
+		t.Fatal(err)
+	}
+	if id := sv.Plane().Targets["direct"].ID(); id.Version != 1 {
+		t.Fatalf("a drain-only change published %s", id)
+	}
+	if err := echoOnce(c1, "still v1"); err != nil {
+		t.Fatalf("a drain-only change ended a flow: %v", err)
+	}
+	s3 := baseSpec()
+	s3.Outbounds[0].AddressFamily = "ipv4_only"
+	if err := sv.Apply(s3); err != nil {
+		t.Fatal(err)
+	}
+	c1.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c1.Read(make([]byte, 1)); err == nil || errors.Is(err, errTimeout()) {
+		t.Fatalf("v1 drained after drain = close was set is still open: %v", err)
 	}
 }
 

@@ -46,7 +46,9 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 	targets := make(map[string]*plane.Target, len(s.Outbounds)+len(s.Balancers))
 	for _, st := range p.outbounds {
 		if st.kind == stepReuse {
-			r := cur.outbounds[st.spec.Tag]
+			// The same target, under the new spec: a key outside the build
+			// key (drain) takes effect on the running version.
+			r := &runOutbound{spec: st.spec, key: st.key, target: cur.outbounds[st.spec.Tag].target}
 			next.outbounds[st.spec.Tag] = r
 			targets[st.spec.Tag] = r.target
 			continue
@@ -62,7 +64,7 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 			out = wrap(st.spec, out)
 		}
 		t := plane.NewTarget(id, out)
-		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, target: t}
+		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, key: st.key, target: t}
 		targets[st.spec.Tag] = t
 	}
 	for _, st := range p.balancers {
@@ -122,7 +124,7 @@ func buildBalancer(st balancerStep, outs map[string]*runOutbound, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("building balancer %s failed: %w", b.Tag, err)
 	}
-	return &runBalancer{spec: b, version: st.version, target: plane.NewSelectorTarget(id, bal), bal: bal}, nil
+	return &runBalancer{spec: b, key: st.key, version: st.version, target: plane.NewSelectorTarget(id, bal), bal: bal}, nil
 }
 
 // dependencies derives what outbounds are built with from the spec.

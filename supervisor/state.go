@@ -17,13 +17,18 @@ type state struct {
 	epoch            uint64
 }
 
+// runOutbound is a running outbound version: the spec of the last apply
+// that kept it (whose drain key its flows get when it is drained), the build
+// key it was built from, and its target.
 type runOutbound struct {
 	spec   spec.Outbound
+	key    outboundKey
 	target *plane.Target
 }
 
 type runBalancer struct {
 	spec    spec.Balancer
+	key     balancerKey
 	version uint32
 	target  *plane.Target
 	bal     *balancer.Balancer

@@ -146,7 +146,7 @@ func TestTLSVerification(t *testing.T) {
 	})
 	t.Run("server name defaults to the server's host", func(t *testing.T) {
 		d := deps(nil)
-		d.Servers = resolver{serverName: {netip.MustParseAddr("127.0.0.1")}}
+		d.Resolver = resolver{serverName: {netip.MustParseAddr("127.0.0.1")}}
 		o := spec.Outbound{Server: serverName + ":" + strconv.Itoa(int(server.Port())), TLS: &spec.TLS{CAFile: p.caFile}}
 		c, err := dial(t, o, d)
 		if err != nil {

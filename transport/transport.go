@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"switchyard/netx"
-	"switchyard/outbound"
 	"switchyard/spec"
 )
 
@@ -52,10 +51,18 @@ type Dialer struct {
 	grpc    *grpcPool      // type grpc
 }
 
+// Options is what a Dialer is built with: the transport's own narrow view of
+// an outbound's dependencies.
+type Options struct {
+	Dialer   *netx.Dialer  // sockets under the socket policy; required
+	Resolver netx.Resolver // resolves the proxy server; nil: the system's
+	Logger   *slog.Logger  // nil: discarded
+}
+
 // New builds the dialer of a proxy outbound. It fills in the transport's
 // defaults, refuses an inconsistent transport, reads the CA bundle now (a bad
 // one fails the build) and opens no socket.
-func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
+func New(o spec.Outbound, opts Options) (*Dialer, error) {
 	server, err := netx.ParseAddr(o.Server)
 	if err != nil {
 		return nil, err
@@ -64,10 +71,10 @@ func New(o spec.Outbound, deps outbound.Deps) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if deps.Dialer == nil {
+	if opts.Dialer == nil {
 		return nil, errors.New("transport: no dialer")
 	}
-	d := &Dialer{server: server, strategy: strategy, resolver: deps.Servers, dialer: deps.Dialer, log: deps.Logger}
+	d := &Dialer{server: server, strategy: strategy, resolver: opts.Resolver, dialer: opts.Dialer, log: opts.Logger}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"switchyard/netx"
-	"switchyard/outbound"
 	"switchyard/spec"
 )
 
@@ -74,14 +73,14 @@ func accept(t *testing.T, handle func(c net.Conn)) netip.AddrPort {
 
 func echo(c net.Conn) { io.Copy(c, c) }
 
-func deps(hook func(netx.SocketInfo) error) outbound.Deps {
-	return outbound.Deps{
-		Dialer:  netx.NewDialer(netx.SocketPolicy{Hook: hook}, time.Second),
-		Servers: resolver{"proxy.test": {netip.MustParseAddr("127.0.0.1")}, "v6only.test": {netip.MustParseAddr("::1")}},
+func deps(hook func(netx.SocketInfo) error) Options {
+	return Options{
+		Dialer:   netx.NewDialer(netx.SocketPolicy{Hook: hook}, time.Second),
+		Resolver: resolver{"proxy.test": {netip.MustParseAddr("127.0.0.1")}, "v6only.test": {netip.MustParseAddr("::1")}},
 	}
 }
 
-func dial(t *testing.T, o spec.Outbound, d outbound.Deps) (net.Conn, error) {
+func dial(t *testing.T, o spec.Outbound, d Options) (net.Conn, error) {
 	t.Helper()
 	td, err := New(o, d)
 	if err != nil {

@@ -73,7 +73,8 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) error {
 	sv, err := supervisor.New(s, supervisor.Options{Logger: log})
 	if err != nil {
-		log.Error("configuration invalid: " + err.Error())
+		// Printed as the load errors are, one plain line on stderr.
+		fmt.Fprintln(os.Stderr, "configuration invalid: "+err.Error())
 		return exitError{1}
 	}
 	sigs := make(chan os.Signal, 1)

@@ -22,7 +22,7 @@ func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.L
 	}
 	up, err := s.dial(c, flow)
 	if err != nil {
-		code := socks5.ReplyFor(err)
+		code := replyFor(err)
 		log.Debug("socks connect failed", "destination", flow.Dst, "reply", socks5.ReplyText(code), "error", err)
 		writeReply(c, code, netx.Addr{})
 		return

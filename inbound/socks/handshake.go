@@ -27,7 +27,7 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	if err != nil {
 		log.Debug("socks request refused", "error", err)
 		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
-			writeReply(c, socks5.ReplyFor(err), netx.Addr{})
+			writeReply(c, replyFor(err), netx.Addr{})
 		}
 		return
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"syscall"
+
+	coreerrs "github.com/apernet/hysteria/core/v2/errors"
 
 	"switchyard/outbound"
 )
@@ -73,4 +76,24 @@ func (e *noAnswerError) Unwrap() []error {
 		errs[i] = a.err
 	}
 	return errs
+}
+
+// refusedError is the server's refusal of a stream request: its dial of the
+// destination failed (core/v2's DialError, whose text carries the server's
+// message). It matches syscall.ECONNREFUSED, so inbounds answer it as a
+// refused connection.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string        { return e.err.Error() }
+func (e *refusedError) Unwrap() error        { return e.err }
+func (e *refusedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
+
+// refusal marks the server's refusal of a stream request; other errors are
+// returned as they are.
+func refusal(err error) error {
+	var de coreerrs.DialError
+	if errors.As(err, &de) {
+		return &refusedError{err}
+	}
+	return err
 }

@@ -47,6 +47,7 @@ type Outbound struct {
 	log            *slog.Logger
 
 	slot      *slot
+	streams   streamCap   // max_concurrent_streams
 	udpWarned atomic.Bool // the UDP refusal was logged for this outbound version
 }
 
@@ -118,6 +119,7 @@ func newOutbound(o spec.Outbound, deps outbound.Deps, clk clock) (*Outbound, err
 		out.log = slog.New(slog.DiscardHandler)
 	}
 	out.slot = newSlot(out.connect, clk, out.log)
+	out.streams = newStreamCap(o.MaxConcurrentStreams)
 	return out, nil
 }
 
@@ -131,8 +133,21 @@ func (o *Outbound) Close() error {
 
 // DialStream opens a stream to the flow's destination on the connection and
 // returns once the server has answered that it reached the destination. A
-// connection found dead is replaced once.
+// connection found dead is replaced once. With max_concurrent_streams
+// streams open, it first waits for one of them to close.
 func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	if err := o.streams.take(ctx); err != nil {
+		return nil, err
+	}
+	s, err := o.dialStream(ctx, f)
+	if err != nil {
+		o.streams.give()
+		return nil, err
+	}
+	return o.streams.hold(s), nil
+}
+
+func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	for try := 0; ; try++ {
 		c, err := o.slot.acquire(ctx)
 		if err != nil {
@@ -159,7 +174,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 			if connectionGone(err) {
 				o.slot.lost(c)
 			}
-			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, err)
+			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
 		}
 		return s, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +64,10 @@ func TestARefusedDestinationIsADialError(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "hysteria2: "+closed.String()+": dial error: ") {
 		t.Fatalf("error = %q", err)
+	}
+	// The server's refusal is a refused connection to the SOCKS inbound.
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("error %q does not match ECONNREFUSED", err)
 	}
 	// The connection is fine: the next flow rides it.
 	dialEcho(t, o, tcpEcho(t))

@@ -12,8 +12,8 @@ import (
 
 // The slot's limits.
 const (
-	// backoffBase and backoffMax bound the wait between connection attempts
-	// after consecutive failures: 1, 2, 4, 8, 16, then 30 s.
+	// backoffBase doubled per consecutive failure, capped at backoffMax, is
+	// the wait before the next connection attempt: 2, 4, 8, 16, then 30 s.
 	backoffBase = time.Second
 	backoffMax  = 30 * time.Second
 	// minHealthyLifetime: a connection lost sooner after coming up counts as
@@ -29,12 +29,13 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// backoff is the wait after the n-th consecutive failure (n >= 1).
+// backoff is the wait after the n-th consecutive failure (n >= 1): the base
+// doubled n times, capped.
 func backoff(n int) time.Duration {
-	if n > 6 {
+	if n > 5 {
 		return backoffMax
 	}
-	return min(backoffBase<<(n-1), backoffMax)
+	return min(backoffBase<<n, backoffMax)
 }
 
 type slotState uint8

@@ -14,7 +14,7 @@ import (
 )
 
 func TestBackoffDoublesToThirtySeconds(t *testing.T) {
-	want := []time.Duration{1, 2, 4, 8, 16, 30, 30, 30}
+	want := []time.Duration{2, 4, 8, 16, 30, 30, 30}
 	for i, w := range want {
 		if got := backoff(i + 1); got != w*time.Second {
 			t.Fatalf("backoff(%d) = %s, want %s", i+1, got, w*time.Second)
@@ -116,7 +116,7 @@ func TestAShortLivedConnectionDrivesTheBackoff(t *testing.T) {
 		}
 	}
 	up(1)
-	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+	for i, wait := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second} {
 		down()
 		clk.Advance(wait - time.Millisecond)
 		down()
@@ -181,13 +181,17 @@ func TestAFailedAttemptIsLoggedAndBacksOff(t *testing.T) {
 	if _, err := o.DialStream(context.Background(), flow); !errors.Is(err, errBackoff) {
 		t.Fatalf("second dial: %v", err)
 	}
-	clk.Advance(time.Second)
-	if _, err := o.DialStream(context.Background(), flow); !errors.Is(err, refuse) {
-		t.Fatalf("dial after 1s: %v", err)
-	}
-	clk.Advance(time.Second)
+	clk.Advance(2*time.Second - time.Millisecond)
 	if _, err := o.DialStream(context.Background(), flow); !errors.Is(err, errBackoff) {
-		t.Fatalf("dial 1s into a 2s backoff: %v", err)
+		t.Fatalf("dial just before the first 2s backoff ends: %v", err)
+	}
+	clk.Advance(time.Millisecond)
+	if _, err := o.DialStream(context.Background(), flow); !errors.Is(err, refuse) {
+		t.Fatalf("dial after 2s: %v", err)
+	}
+	clk.Advance(2 * time.Second)
+	if _, err := o.DialStream(context.Background(), flow); !errors.Is(err, errBackoff) {
+		t.Fatalf("dial 2s into a 4s backoff: %v", err)
 	}
 	if n := h.sockets.count(); n != 2 {
 		t.Fatalf("%d sockets tried, want 2", n)

@@ -69,7 +69,7 @@ func TestAReplacedCAFileTakesEffectAtTheNextConnection(t *testing.T) {
 	if err := os.WriteFile(ca, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(backoffBase)
+	clk.Advance(backoff(1))
 	dialEcho(t, o, tcpEcho(t))
 }
 

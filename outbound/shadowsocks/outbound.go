@@ -1,7 +1,8 @@
 // Package shadowsocks is the Shadowsocks client outbound, AEAD (SIP004) and
 // 2022 (SIP022): TCP flows over the transport to the server, and UDP over a
 // socket of its own toward the server's UDP relay, each packet naming its
-// own destination.
+// own destination. Over a transport other than tcp (ws, httpupgrade, grpc)
+// it carries no UDP.
 package shadowsocks
 
 import (
@@ -27,6 +28,10 @@ type Outbound struct {
 	resolver netx.Resolver // resolves the server for UDP
 	sockets  *netx.Dialer  // binds UDP sockets under the socket policy
 	log      *slog.Logger
+	// noUDP, when set, is the refusal of every datagram link: over a
+	// transport other than tcp, datagrams sent to the server's UDP relay
+	// would bypass the transport the server is reached through.
+	noUDP error
 }
 
 var (
@@ -41,7 +46,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := transport.New(o, deps)
+	d, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +60,9 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	}
 	if ob.log == nil {
 		ob.log = slog.New(slog.DiscardHandler)
+	}
+	if t := o.Transport.Type; t != "" && t != "tcp" {
+		ob.noUDP = &outbound.NoUDPError{What: fmt.Sprintf("shadowsocks[%s] over a %s transport", o.Tag, t)}
 	}
 	return ob, nil
 }
@@ -98,8 +106,12 @@ func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*
 
 // DialPacket binds a UDP socket of the family of the server's first usable
 // address; every packet is sealed to its own destination and sent to the
-// server's UDP relay.
+// server's UDP relay. Over a transport other than tcp it refuses (ErrNoUDP)
+// before it resolves or binds anything.
 func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink, error) {
+	if o.noUDP != nil {
+		return nil, o.noUDP
+	}
 	addrs, err := netx.Resolve(ctx, o.dialer.Server(), o.strategy, o.resolver)
 	if err != nil {
 		return nil, fmt.Errorf("shadowsocks[%s] udp: %w", o.tag, err)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound"
+	"switchyard/spec"
 )
 
 // Each packet names its own destination; each reply is attributed to the
@@ -115,4 +118,64 @@ func TestDialPacketUnresolvable(t *testing.T) {
 	if _, err := o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP}); err == nil {
 		t.Fatal("a link to an unresolvable server")
 	}
+}
+
+// Over a transport other than tcp, a UDP flow is refused with ErrNoUDP
+// before anything is resolved or bound: no datagram goes to the server's
+// address past the transport.
+func TestDialPacketRefusesOverAStreamTransport(t *testing.T) {
+	relay, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	for _, tr := range []spec.Transport{
+		{Type: "ws", Path: "/ss"},
+		{Type: "httpupgrade", Path: "/ss"},
+		{Type: "grpc", ServiceName: "ss"},
+	} {
+		t.Run(tr.Type, func(t *testing.T) {
+			var sockets atomic.Int32
+			d := deps()
+			d.Dialer = netx.NewDialer(netx.SocketPolicy{Hook: func(netx.SocketInfo) error { sockets.Add(1); return nil }}, 0)
+			o, err := New(spec.Outbound{Tag: "ss", Type: "shadowsocks", Server: relay.LocalAddr().String(), Method: "aes-128-gcm", Password: "pw",
+				UDP: true, Transport: tr, TLS: &spec.TLS{ServerName: "ss.test"}}, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
+			if err == nil {
+				l.WritePacket([]byte("ping"), netx.DomainAddr("example.org", 53))
+				l.Close()
+				t.Fatal("a datagram link over a stream transport")
+			}
+			want := "shadowsocks[ss] over a " + tr.Type + " transport carries no datagrams"
+			if !errors.Is(err, outbound.ErrNoUDP) || err.Error() != want {
+				t.Fatalf("DialPacket: %v, want %q matching ErrNoUDP", err, want)
+			}
+			if n := sockets.Load(); n != 0 {
+				t.Fatalf("%d sockets opened", n)
+			}
+		})
+	}
+	relay.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, _, err := relay.ReadFromUDP(make([]byte, 2048)); err == nil {
+		t.Fatalf("the server's UDP address got a %d-byte datagram", n)
+	}
+}
+
+// With the plain tcp transport (written or left out) UDP goes to the
+// server's relay as before.
+func TestDialPacketOverTCP(t *testing.T) {
+	srv := udpEchoServer(t, "aes-128-gcm", "pw")
+	o, err := New(spec.Outbound{Tag: "ss", Type: "shadowsocks", Server: srv.LocalAddr().String(), Method: "aes-128-gcm", Password: "pw",
+		UDP: true, Transport: spec.Transport{Type: "tcp"}}, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 }

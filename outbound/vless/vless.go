@@ -58,7 +58,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if out.id, err = codec.ParseUUID(o.UUID); err != nil {
 		return nil, err
 	}
-	if out.transport, err = transport.New(o, deps); err != nil {
+	if out.transport, err = transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger}); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -67,7 +67,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := transport.New(o, deps)
+	d, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger})
 	if err != nil {
 		return nil, err
 	}

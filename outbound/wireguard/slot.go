@@ -12,8 +12,9 @@ import (
 
 // The rebuild schedule of a tunnel.
 const (
-	// rebuildBackoffBase is the wait after the first consecutive failure,
-	// doubled after each further one up to rebuildBackoffMax.
+	// rebuildBackoffBase doubled per consecutive failure, capped at
+	// rebuildBackoffMax, is the wait before the next start: 2, 4, 8, 16,
+	// then 30 s.
 	rebuildBackoffBase = time.Second
 	rebuildBackoffMax  = 30 * time.Second
 	// minHealthyLifetime: a tunnel that dies sooner counts as a failed
@@ -45,10 +46,11 @@ type slot struct {
 	closed   bool
 }
 
-// backoff is the wait after n consecutive failures: 1, 2, 4, 8, 16, then 30 s.
+// backoff is the wait after n consecutive failures (n >= 1): the base
+// doubled n times, capped: 2, 4, 8, 16, then 30 s.
 func backoff(n int) time.Duration {
 	d := rebuildBackoffBase
-	for i := 1; i < n && d < rebuildBackoffMax; i++ {
+	for i := 0; i < n && d < rebuildBackoffMax; i++ {
 		d *= 2
 	}
 	return min(d, rebuildBackoffMax)

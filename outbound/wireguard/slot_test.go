@@ -10,7 +10,7 @@ import (
 )
 
 func TestBackoffSchedule(t *testing.T) {
-	want := []time.Duration{1, 2, 4, 8, 16, 30, 30, 30}
+	want := []time.Duration{2, 4, 8, 16, 30, 30, 30}
 	for i, w := range want {
 		if got := backoff(i + 1); got != w*time.Second {
 			t.Errorf("backoff(%d) = %v, want %v", i+1, got, w*time.Second)
@@ -18,7 +18,7 @@ func TestBackoffSchedule(t *testing.T) {
 	}
 }
 
-// A start that keeps failing is retried 1, 2, 4, 8, 16 and then every 30 s
+// A start that keeps failing is retried 2, 4, 8, 16 and then every 30 s
 // after the previous failure, and dials in between fail at once without
 // touching the network.
 func TestFailedStartsBackOff(t *testing.T) {
@@ -32,7 +32,7 @@ func TestFailedStartsBackOff(t *testing.T) {
 		_, err := c.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
 		return err
 	}
-	for i, wait := range []time.Duration{1, 2, 4, 8, 16, 30, 30} {
+	for i, wait := range []time.Duration{2, 4, 8, 16, 30, 30, 30} {
 		if err := dial(); !errors.Is(err, ErrEndpointNotResolved) {
 			t.Fatalf("attempt %d: %v", i+1, err)
 		}
@@ -122,7 +122,11 @@ func TestADeadTunnelIsRebuilt(t *testing.T) {
 	if n := c.logs.count("wireguard: tunnel driver stopped, rebuilding"); n != 1 {
 		t.Fatalf("%d driver-stopped lines", n)
 	}
-	clk.Advance(time.Second)
+	clk.Advance(2*time.Second - time.Millisecond)
+	if err := echo(); !errors.Is(err, ErrTunnelDown) {
+		t.Fatalf("dial just before the 2 s backoff ends: %v", err)
+	}
+	clk.Advance(time.Millisecond)
 	if err := echo(); err != nil {
 		t.Fatalf("rebuild after the backoff: %v", err)
 	}
@@ -183,7 +187,7 @@ func TestConcurrentDialsShareOneStart(t *testing.T) {
 	// A waiter whose context ends while a start runs gives up alone.
 	tunnelOf(c).dev.Close()
 	waitDead(t, tunnelOf(c))
-	clk.Advance(time.Second) // past the backoff of a short-lived tunnel
+	clk.Advance(2 * time.Second) // past the backoff of a short-lived tunnel
 	c.servers.mu.Lock()
 	started := make(chan error, 1)
 	go func() {

@@ -1,0 +1,63 @@
+package hysteria2
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// streamCap bounds the TCP streams open at once on the outbound's QUIC
+// connection (max_concurrent_streams): a flow beyond it waits, within its
+// dial's context, for an open one to close. A Hysteria 2 server refuses a
+// stream past its own limit at once, and core/v2's client opens streams
+// without waiting, so the wait happens here. nil: no cap.
+type streamCap chan struct{}
+
+func newStreamCap(n int) streamCap {
+	if n <= 0 {
+		return nil
+	}
+	return make(streamCap, n)
+}
+
+// take holds a place for one stream, waiting for one while all are taken.
+func (c streamCap) take(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	select {
+	case c <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("hysteria2: all %d streams of the connection are open (max_concurrent_streams): %w", cap(c), ctx.Err())
+	}
+}
+
+// give frees a place taken with take.
+func (c streamCap) give() {
+	if c != nil {
+		<-c
+	}
+}
+
+// hold ties a place to s: closing s frees it, once.
+func (c streamCap) hold(s net.Conn) net.Conn {
+	if c == nil {
+		return s
+	}
+	return &cappedStream{Conn: s, give: c.give}
+}
+
+// cappedStream is a stream holding a place in a streamCap.
+type cappedStream struct {
+	net.Conn
+	once sync.Once
+	give func()
+}
+
+func (s *cappedStream) Close() error {
+	err := s.Conn.Close()
+	s.once.Do(s.give)
+	return err
+}
