@@ -20,8 +20,8 @@ import (
 //	vless     grpc+tls, multi                 yes   no (1)
 //	vless     httpupgrade                     yes   no (2)
 //	vless     httpupgrade+tls                 yes   no (2)
-//	vmess     ws                              yes   yes
-//	vmess     grpc+tls                        yes   yes
+//	vmess     tcp, tls, ws, grpc+tls          yes   yes   every security (4)
+//	vmess     httpupgrade                     yes   no (2) every security (4)
 //	trojan    tls                             yes   yes
 //	trojan    ws+tls                          yes   yes
 //	trojan    grpc+tls                        yes   yes
@@ -43,6 +43,8 @@ import (
 // closes the window, so the case is left out rather than run flaky.
 // (3) The ClientHello shape is checked against Xray's server, as asked;
 // the TLS server under sing-box's inbounds is the same Go stack.
+// (4) aes-128-gcm, chacha20-poly1305, none and zero, each against one server
+// (the security is the client's choice per flow).
 //
 // TLS cases use a self-signed certificate the test writes, which switchyard
 // trusts with ca_file.
@@ -56,6 +58,7 @@ type trCase struct {
 	early     int    // ws: max_early_data
 	mode      string // grpc: gun | multi
 	fp        string // tls fingerprint
+	security  string // vmess: the body's security ("": auto)
 }
 
 const (
@@ -142,6 +145,8 @@ func trOutbound(protocol string, c trCase, port int, cert string) string {
 	fmt.Fprintf(&b, "[[outbounds]]\ntag = \"proxy\"\ntype = %q\nserver = \"127.0.0.1:%d\"\n", protocol, port)
 	if protocol == "trojan" {
 		fmt.Fprintf(&b, "password = %q\n", interopPassword)
+	} else if protocol == "vmess" && c.security != "" {
+		fmt.Fprintf(&b, "uuid = %q\nsecurity = %q\n", interopUUID, c.security)
 	} else {
 		fmt.Fprintf(&b, "uuid = %q\n", interopUUID)
 	}
@@ -209,15 +214,45 @@ func TestTransportVLESSInterop(t *testing.T) {
 	}
 }
 
+// VMess over every transport with every security. The security is the
+// client's choice per flow, so one server serves them all. A clear
+// ("none") body over gRPC once crashed Xray's server: its chunks were
+// larger than the 8 KiB Xray's own client sends.
 func TestTransportVMessInterop(t *testing.T) {
-	for _, c := range []trCase{
-		{name: "ws", transport: "ws"},
-		{name: "grpc+tls", transport: "grpc", tls: true},
-	} {
-		for _, peer := range bothPeers {
-			t.Run(peer+"/"+c.name, func(t *testing.T) { runTransportCase(t, peer, "vmess", c, 1) })
+	for _, c := range vmessTransports {
+		peers := bothPeers
+		if c.transport == "httpupgrade" {
+			peers = []string{"xray"} // (2)
+		}
+		for _, peer := range peers {
+			t.Run(peer+"/"+c.name, func(t *testing.T) {
+				var cert, key string
+				if c.tls {
+					cert, key = tlsFiles(t)
+				}
+				port := freePort(t)
+				startPeer(t, peer, trPeerConfig(peer, "vmess", c, port, cert, key), port)
+				for _, security := range []string{"aes-128-gcm", "chacha20-poly1305", "none", "zero"} {
+					t.Run(security, func(t *testing.T) {
+						sc := c
+						sc.security = security
+						proxy := startSwitchyard(t, trOutbound("vmess", sc, port, cert), "proxy")
+						t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
+						t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 1) })
+					})
+				}
+			})
 		}
 	}
+}
+
+// vmessTransports are the transports the VMess matrix runs over.
+var vmessTransports = []trCase{
+	{name: "tcp", transport: "tcp"},
+	{name: "tls", transport: "tcp", tls: true},
+	{name: "ws", transport: "ws"},
+	{name: "grpc+tls", transport: "grpc", tls: true},
+	{name: "httpupgrade", transport: "httpupgrade"},
 }
 
 func TestTransportTrojanInterop(t *testing.T) {
