@@ -79,7 +79,6 @@ func TestNewTransportChecks(t *testing.T) {
 		o    spec.Outbound
 		want string
 	}{
-		{"grpc without tls", spec.Outbound{Server: "p:1", Transport: spec.Transport{Type: "grpc"}}, "missing tls"},
 		{"grpc mode", spec.Outbound{Server: "p:1", TLS: tlsTable, Transport: spec.Transport{Type: "grpc", Mode: "duplex"}}, `unknown grpc mode "duplex"`},
 		{"grpc authority", spec.Outbound{Server: "p:1", TLS: tlsTable, Transport: spec.Transport{Type: "grpc", Authority: "a b"}}, "grpc authority"},
 		{"ws reserved header", spec.Outbound{Server: "p:1", Transport: spec.Transport{Type: "ws", Headers: map[string]string{"Host": "x"}}}, `ws header "Host" is set by the transport`},
@@ -104,7 +103,7 @@ func TestNewTransportChecks(t *testing.T) {
 	if _, err := newWSConfig(spec.Transport{}, ""); err == nil || err.Error() != "missing ws host" {
 		t.Errorf("ws without a host: %v", err)
 	}
-	if _, err := newGRPCConfig(spec.Transport{}, ""); err == nil || err.Error() != "missing grpc authority" {
+	if _, err := newGRPCConfig(spec.Transport{}, "", true); err == nil || err.Error() != "missing grpc authority" {
 		t.Errorf("grpc without an authority: %v", err)
 	}
 

@@ -22,9 +22,11 @@ import (
 //	vless     ws+tls, early data              yes   yes
 //	vless     grpc+tls, gun                   yes   yes
 //	vless     grpc+tls, multi                 yes   no (1)
+//	vless     grpc (h2c), gun                 yes   yes (5)
+//	vless     grpc (h2c), multi               yes   no (1)
 //	vless     httpupgrade                     yes   yes (2)
 //	vless     httpupgrade+tls                 yes   yes (2)
-//	vmess     tcp, tls, ws, grpc+tls          yes   yes   every security (4)
+//	vmess     tcp, tls, ws, grpc, grpc+tls    yes   yes   every security (4)
 //	vmess     httpupgrade                     yes   yes (2) every security (4)
 //	trojan    tls                             yes   yes
 //	trojan    ws+tls                          yes   yes
@@ -49,6 +51,9 @@ import (
 // the TLS server under sing-box's inbounds is the same Go stack.
 // (4) aes-128-gcm, chacha20-poly1305, none and zero, each against one server
 // (the security is the client's choice per flow).
+// (5) gRPC without a tls table is cleartext HTTP/2 with prior knowledge
+// (h2c): Xray's gRPC server without TLS and sing-box's (its h2c handler)
+// both take it.
 //
 // TLS cases use a self-signed certificate the test writes, which switchyard
 // trusts with ca_file.
@@ -208,6 +213,8 @@ func TestTransportVLESSInterop(t *testing.T) {
 		{trCase{name: "ws+tls+early_data", transport: "ws", tls: true, early: 2048}, bothPeers},
 		{trCase{name: "grpc+tls/gun", transport: "grpc", tls: true, mode: "gun"}, bothPeers},
 		{trCase{name: "grpc+tls/multi", transport: "grpc", tls: true, mode: "multi"}, []string{"xray"}},
+		{trCase{name: "grpc/gun", transport: "grpc", mode: "gun"}, bothPeers},
+		{trCase{name: "grpc/multi", transport: "grpc", mode: "multi"}, []string{"xray"}},
 		{trCase{name: "httpupgrade", transport: "httpupgrade"}, bothPeers},
 		{trCase{name: "httpupgrade+tls", transport: "httpupgrade", tls: true}, bothPeers},
 	}
@@ -251,6 +258,7 @@ var vmessTransports = []trCase{
 	{name: "tcp", transport: "tcp"},
 	{name: "tls", transport: "tcp", tls: true},
 	{name: "ws", transport: "ws"},
+	{name: "grpc", transport: "grpc"},
 	{name: "grpc+tls", transport: "grpc", tls: true},
 	{name: "httpupgrade", transport: "httpupgrade"},
 }
