@@ -1040,7 +1040,6 @@ server = "127.0.0.1:1080"
 transport = { type = "grpc" }
 tls = { alpn = ["h2", "http/1.1"] }
 `, []want{
-			{1, "outbounds[0].tls", "grpc needs a tls table"},
 			{6, "outbounds[0].transport.path", "a grpc transport has no path"},
 			{6, "outbounds[0].transport.service_name", `"my service": a gRPC service name cannot hold spaces, control characters, "?" or "#"`},
 			{6, "outbounds[0].transport.authority", `"a:1" is not a host name or an IP address`},

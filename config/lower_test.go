@@ -646,6 +646,12 @@ uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
 transport = { type = "grpc", service_name = "svc.Tunnel/a", authority = "a.example", mode = "multi" }
 tls = { server_name = "sni.example", alpn = ["h2"], fingerprint = "random" }
 [[outbounds]]
+tag = "grpc-h2c"
+type = "vmess"
+server = "grpc.example:80"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "grpc" }
+[[outbounds]]
 tag = "tcp"
 type = "shadowsocks"
 server = "192.0.2.1:8388"
@@ -673,6 +679,7 @@ tls = {}
 			&spec.TLS{ServerName: "grpc.example", ALPN: []string{"h2"}}},
 		{spec.Transport{Type: "grpc", ServiceName: "svc.Tunnel/a", Authority: "a.example", Mode: "multi"},
 			&spec.TLS{ServerName: "sni.example", ALPN: []string{"h2"}, Fingerprint: "random"}},
+		{spec.Transport{Type: "grpc", ServiceName: "grpc", Authority: "grpc.example", Mode: "gun"}, nil}, // h2c
 		{spec.Transport{Type: "tcp"}, &spec.TLS{ServerName: "192.0.2.1"}},
 	}
 	for i, w := range want {

@@ -146,13 +146,9 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 	o.TLS = l.tls(key+".tls", f.TLS, host, false)
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
-	if f.TLS == nil {
-		switch {
-		case o.Type == "trojan":
-			l.errorf(key+".tls", "trojan needs a tls table")
-		case o.Transport.Type == "grpc":
-			l.errorf(key+".tls", "grpc needs a tls table")
-		}
+	// gRPC without a tls table runs on cleartext HTTP/2 (h2c).
+	if f.TLS == nil && o.Type == "trojan" {
+		l.errorf(key+".tls", "trojan needs a tls table")
 	}
 }
 

@@ -17,13 +17,20 @@ import (
 type grpcConfig struct {
 	authority string
 	path      string // /<service>/Tun or /<service>/TunMulti
+	scheme    string // https over TLS; http over cleartext (h2c)
 	multi     bool
 }
 
 // newGRPCConfig applies the defaults (authority from tls.server_name or the
-// server, mode gun) and builds the call's path.
-func newGRPCConfig(t spec.Transport, host string) (*grpcConfig, error) {
-	g := &grpcConfig{authority: t.Authority}
+// server, mode gun) and builds the call's path. Without TLS (overTLS unset)
+// the calls run on cleartext HTTP/2 with prior knowledge (h2c): the
+// connection preface goes out first, with no HTTP/1.1 upgrade, as Xray's
+// and sing-box's clients do.
+func newGRPCConfig(t spec.Transport, host string, overTLS bool) (*grpcConfig, error) {
+	g := &grpcConfig{authority: t.Authority, scheme: "http"}
+	if overTLS {
+		g.scheme = "https"
+	}
 	if g.authority == "" {
 		g.authority = host
 	}
@@ -144,8 +151,9 @@ func (p *grpcPool) dial(ctx context.Context) (*grpcConn, error) {
 	}
 }
 
-// connect opens a new HTTP/2 connection: TCP, TLS with ALPN h2, the
-// connection preface and both sides' settings.
+// connect opens a new HTTP/2 connection: TCP, TLS with ALPN h2 when the
+// outbound has a tls table, the connection preface and both sides'
+// settings.
 func (p *grpcPool) connect(ctx context.Context) (*h2Conn, error) {
 	raw, err := p.d.connect(ctx)
 	if err != nil {

@@ -399,3 +399,48 @@ func TestGRPCPath(t *testing.T) {
 		}
 	}
 }
+
+// Without a tls table gRPC runs on cleartext HTTP/2 with prior knowledge
+// (h2c): the connection preface first, no HTTP/1.1 upgrade; the calls
+// share one connection.
+func TestGRPCWithoutTLS(t *testing.T) {
+	h2 := &http2.Server{}
+	var (
+		mu      sync.Mutex
+		reqs    []*http.Request
+		accepts atomic.Int32
+	)
+	addr := accept(t, func(c net.Conn) {
+		accepts.Add(1)
+		h2.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			reqs = append(reqs, r)
+			mu.Unlock()
+			grpcEcho(false, "0")(w, r)
+		})})
+	})
+	d := newDialer(t, spec.Outbound{Server: addr.String(), Transport: spec.Transport{Type: "grpc", ServiceName: "svc"}})
+	for i := range 2 { // the second call shares the connection
+		c := dialCtx(t, d)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		want := []byte("over h2c")
+		if _, err := c.Write(want); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("call %d: echo %q, %v", i, got, err)
+		}
+		c.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) != 2 || accepts.Load() != 1 {
+		t.Fatalf("%d calls on %d connections", len(reqs), accepts.Load())
+	}
+	for _, r := range reqs {
+		if r.Proto != "HTTP/2.0" || r.TLS != nil || r.URL.Path != "/svc/Tun" || r.Host != addr.Addr().String() {
+			t.Fatalf("call %s %s host %q tls %v", r.Proto, r.URL.Path, r.Host, r.TLS != nil)
+		}
+	}
+}

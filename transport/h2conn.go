@@ -160,7 +160,7 @@ func (c *h2Conn) open() (*h2Stream, error) {
 	c.hbuf.Reset()
 	for _, f := range [...][2]string{
 		{":method", "POST"},
-		{":scheme", "https"},
+		{":scheme", c.cfg.scheme},
 		{":path", c.cfg.path},
 		{":authority", c.cfg.authority},
 		{"content-type", "application/grpc"},

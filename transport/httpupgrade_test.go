@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -78,7 +79,6 @@ func TestNewTransportChecks(t *testing.T) {
 		o    spec.Outbound
 		want string
 	}{
-		{"grpc without tls", spec.Outbound{Server: "p:1", Transport: spec.Transport{Type: "grpc"}}, "missing tls"},
 		{"grpc mode", spec.Outbound{Server: "p:1", TLS: tlsTable, Transport: spec.Transport{Type: "grpc", Mode: "duplex"}}, `unknown grpc mode "duplex"`},
 		{"grpc authority", spec.Outbound{Server: "p:1", TLS: tlsTable, Transport: spec.Transport{Type: "grpc", Authority: "a b"}}, "grpc authority"},
 		{"ws reserved header", spec.Outbound{Server: "p:1", Transport: spec.Transport{Type: "ws", Headers: map[string]string{"Host": "x"}}}, `ws header "Host" is set by the transport`},
@@ -103,7 +103,7 @@ func TestNewTransportChecks(t *testing.T) {
 	if _, err := newWSConfig(spec.Transport{}, ""); err == nil || err.Error() != "missing ws host" {
 		t.Errorf("ws without a host: %v", err)
 	}
-	if _, err := newGRPCConfig(spec.Transport{}, ""); err == nil || err.Error() != "missing grpc authority" {
+	if _, err := newGRPCConfig(spec.Transport{}, "", true); err == nil || err.Error() != "missing grpc authority" {
 		t.Errorf("grpc without an authority: %v", err)
 	}
 
@@ -159,4 +159,66 @@ func TestDialNetworkRefusesUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+}
+
+// A server on Go's net/http that flushes its 101, takes a moment, then
+// hijacks the connection and drops the buffered reader Hijack hands back
+// (sing-box's does) loses the first byte sent into that moment: its HTTP
+// server keeps a one-byte read pending while the handler runs. The stream
+// stays quiet for the grace after the 101, so the first bytes arrive whole.
+func TestHTTPUpgradeQuietUntilTheServerHijacks(t *testing.T) {
+	const pause = 20 * time.Millisecond // the server's moment between its 101 and the hijack
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		w.WriteHeader(http.StatusSwitchingProtocols)
+		w.(http.Flusher).Flush()
+		time.Sleep(pause)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 5)
+		n, err := io.ReadFull(c, b)
+		got <- fmt.Sprintf("%q %v", b[:n], err)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	d := newDialer(t, spec.Outbound{Server: ln.Addr().String(), Transport: spec.Transport{Type: "httpupgrade"}})
+	d.upgrade.grace = 10 * pause
+	c := dialCtx(t, d)
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != `"hello" <nil>` {
+		t.Fatalf("the server read %s, want \"hello\"", g)
+	}
+}
+
+// The grace is spent inside the dial's deadline.
+func TestHTTPUpgradeGraceEndsWithTheDial(t *testing.T) {
+	server := accept(t, func(c net.Conn) {
+		http.ReadRequest(bufio.NewReader(c))
+		c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"))
+		io.Copy(io.Discard, c)
+	})
+	d := newDialer(t, spec.Outbound{Server: server.String(), Transport: spec.Transport{Type: "httpupgrade"}})
+	d.upgrade.grace = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if c, err := d.Dial(ctx); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("dial: %v, want the deadline", err)
+	}
 }

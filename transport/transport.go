@@ -101,10 +101,7 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		}
 		alpn = []string{"http/1.1"}
 	case "grpc":
-		if o.TLS == nil {
-			return nil, errors.New("missing tls")
-		}
-		cfg, err := newGRPCConfig(t, host)
+		cfg, err := newGRPCConfig(t, host, o.TLS != nil)
 		if err != nil {
 			return nil, err
 		}

@@ -58,20 +58,28 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	return o.open(ctx, codec.CmdConnect, f.Dst)
 }
 
-// udpPlaceholder is the destination a UDP ASSOCIATE names: its packets name
-// their peers.
-var udpPlaceholder = netx.Addr{IP: netip.IPv4Unspecified()}
-
 // DialPacket connects to the server and sends the UDP ASSOCIATE request on
-// its own. Every packet on the link names its peer, so one link serves all
-// the peers of an association.
+// its own. The request names f.Dst, the destination of the packet that opens
+// the link, as Xray's and sing-box's clients name it: a server that routes
+// the association by the request's address (sing-box's route rules by
+// destination IP) then sees a real peer, where a 0.0.0.0:0 placeholder
+// matches no rule but a catch-all. Every packet on the link still names its
+// own peer, so one link serves all the peers of an association. A link
+// opened toward no peer names the placeholder.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
-	c, err := o.open(ctx, codec.CmdUDPAssociate, udpPlaceholder)
+	to := f.Dst
+	if !to.IsValid() {
+		to = udpPlaceholder
+	}
+	c, err := o.open(ctx, codec.CmdUDPAssociate, to)
 	if err != nil {
 		return nil, err
 	}
 	return newPacketLink(c), nil
 }
+
+// udpPlaceholder is what a UDP ASSOCIATE names when it opens toward no peer.
+var udpPlaceholder = netx.Addr{IP: netip.IPv4Unspecified()}
 
 // open dials the server and writes the request header, bounded by ctx.
 func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, error) {

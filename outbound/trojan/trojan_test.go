@@ -82,8 +82,10 @@ func TestStream(t *testing.T) {
 
 func TestPacketsNameTheirPeers(t *testing.T) {
 	addr := serve(t, func(c net.Conn) {
-		if a := readRequest(t, c, "pw", codec.CmdUDPAssociate); string(a) != "\x01\x00\x00\x00\x00\x00\x00" {
-			t.Errorf("udp request names %x, want 0.0.0.0:0", a)
+		// The request names the first packet's peer, as the reference
+		// clients do, not a 0.0.0.0:0 placeholder.
+		if a, want := readRequest(t, c, "pw", codec.CmdUDPAssociate), "\x03\x0afirst.test\x00\x35"; string(a) != want {
+			t.Errorf("udp request names %q, want %q (first.test:53)", a, want)
 			return
 		}
 		// Answer each packet from its own peer with "re:" and the payload.

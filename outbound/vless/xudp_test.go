@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"switchyard/outbound/internal/proxytest"
+	"switchyard/outbound/internal/xudp"
 	codec "switchyard/protocol/vless"
 )
 
@@ -18,5 +19,5 @@ func TestXUDPPacketsNameTheirPeers(t *testing.T) {
 		proxytest.XUDPEcho(t, c, func(b []byte) error { _, err := c.Write(b); return err }, gids)
 	})
 	o := newVLESS(t, addr, "xudp")
-	proxytest.CheckXUDP(t, o, BufSize-codec.RequestHeaderMax, gids, o.xudp.For)
+	proxytest.CheckXUDP(t, o, xudp.MaxPacket, gids, o.xudp.For)
 }

@@ -73,8 +73,9 @@ func (c *streamConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Write seals p in chunks, as many as fit the staging buffer per write to
-// the upstream. The staging buffer starts at startBuf and grows to bufSize
+// Write seals p in chunks of at most the encoder's MaxPayload (8 KiB, as
+// Xray's client frames them), as many as fit the staging buffer per write
+// to the upstream. The staging buffer starts at startBuf and grows to bufSize
 // at the first write that does not fit it.
 func (c *streamConn) Write(p []byte) (int, error) {
 	if c.werr != nil {
@@ -99,7 +100,7 @@ func (c *streamConn) Write(p []byte) (int, error) {
 			if len(buf) > 0 && room < left && room < minChunkRoom {
 				break
 			}
-			n := min(left, room, protocol.MaxStreamPayload)
+			n := min(left, room, c.enc.MaxPayload())
 			var err error
 			if buf, err = c.enc.Seal(buf, p[taken:taken+n]); err != nil {
 				c.werr = err

@@ -33,13 +33,15 @@ func newPacketLink(c net.Conn, s *protocol.Session, target netx.Addr) *packetLin
 		target: target,
 		rd:     newFrameReader(c, s),
 		enc:    s.NewEncoder(),
-		wbuf:   make([]byte, 0, bufSize),
+		wbuf:   make([]byte, 0, protocol.ChunkSize), // one chunk: a datagram's whole frame
 	}
 }
 
 // WritePacket sends p to the link's target; to is not used, since the
 // request header named the target. An empty datagram cannot be sent (an
-// empty chunk ends the body): it is dropped.
+// empty chunk ends the body): it is dropped. A datagram is one chunk, and
+// one longer than a chunk carries (8,111 to 8,190 bytes by security, as
+// Xray's client sizes them) is refused.
 func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
 	if l.werr != nil {
 		return l.werr
@@ -47,8 +49,8 @@ func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if len(p)+stagingReserve > bufSize {
-		return fmt.Errorf("vmess: %w (a datagram of %d bytes)", proxyconn.ErrFrameTooLarge, len(p))
+	if len(p) > l.enc.MaxPayload() {
+		return fmt.Errorf("vmess: %w (a datagram of %d bytes; one chunk carries %d)", proxyconn.ErrFrameTooLarge, len(p), l.enc.MaxPayload())
 	}
 	buf, err := l.enc.Seal(l.wbuf[:0], p)
 	if err == nil {

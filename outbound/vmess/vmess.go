@@ -25,9 +25,10 @@ import (
 // read buffer from it.
 const bufSize = 32 * 1024
 
-// stagingReserve is what a datagram's chunk may add to its payload in the
-// staging buffer: the codec's HEADER_MAX rounded up to 64 bytes. A datagram
-// longer than bufSize - stagingReserve is refused.
+// stagingReserve is what an XUDP datagram's frame may add to its payload in
+// the XUDP link's staging buffer: the codec's HEADER_MAX rounded up to 64
+// bytes. An XUDP datagram longer than bufSize - stagingReserve is refused;
+// the Mux stream under it is cut in chunks as any stream is.
 const stagingReserve = 384
 
 // Outbound dials VMess flows through one proxy server.

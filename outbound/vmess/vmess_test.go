@@ -68,6 +68,45 @@ func TestStreamEchoEachSecurity(t *testing.T) {
 	}
 }
 
+// A stream is cut in chunks no larger than Xray's client cuts it (8 KiB
+// buffers): the largest payload of a chunk is 8,110 bytes sealed and padded,
+// 8,192 in clear. Xray's server panics on a larger clear chunk.
+func TestStreamChunksAreSizedAsXrayClientSizesThem(t *testing.T) {
+	for _, tc := range []struct {
+		sec string
+		max int
+	}{{"aes-128-gcm", 8110}, {"chacha20-poly1305", 8110}, {"none", 8192}} {
+		t.Run(tc.sec, func(t *testing.T) {
+			largest := make(chan int, 1)
+			addr := newServer(t, func(s *session) {
+				n := 0
+				defer func() { largest <- n }()
+				for {
+					p, err := s.in.ReadChunk(s.r)
+					if err != nil {
+						return
+					}
+					n = max(n, len(p))
+				}
+			})
+			c, err := newOutbound(t, addr, tc.sec).DialStream(context.Background(), tcpFlow(echoDst))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(make([]byte, 200<<10)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			if n := <-largest; n != tc.max {
+				t.Fatalf("the largest chunk carried %d bytes, want %d", n, tc.max)
+			}
+		})
+	}
+}
+
 func TestPacketEchoEachSecurity(t *testing.T) {
 	for _, sec := range securities {
 		t.Run(sec, func(t *testing.T) {
@@ -83,7 +122,7 @@ func TestPacketEchoEachSecurity(t *testing.T) {
 			}
 			defer l.Close()
 			buf := make([]byte, 64<<10)
-			for _, size := range []int{1, 2, 100, 1400, bufSize - stagingReserve} {
+			for _, size := range []int{1, 2, 100, 1400, l.(*packetLink).enc.MaxPayload()} {
 				p := make([]byte, size)
 				rand.Read(p)
 				// to names another peer: a VMess link has one target.
@@ -116,7 +155,7 @@ func TestPacketLargerThanTheBufferIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	err = l.WritePacket(make([]byte, bufSize-stagingReserve+1), echoDst)
+	err = l.WritePacket(make([]byte, l.(*packetLink).enc.MaxPayload()+1), echoDst)
 	if !errors.Is(err, proxyconn.ErrFrameTooLarge) || !strings.Contains(err.Error(), "frame larger than the client runtime's buffer") {
 		t.Fatalf("%v", err)
 	}

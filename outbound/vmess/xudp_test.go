@@ -5,6 +5,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound/internal/proxytest"
+	"switchyard/outbound/internal/xudp"
 	protocol "switchyard/protocol/vmess"
 )
 
@@ -44,7 +45,7 @@ func TestXUDPPacketsNameTheirPeers(t *testing.T) {
 				}
 			})
 			o := newOutboundEncoding(t, addr, sec, "xudp")
-			proxytest.CheckXUDP(t, o, bufSize-stagingReserve, gids, o.xudp.For)
+			proxytest.CheckXUDP(t, o, xudp.MaxPacket, gids, o.xudp.For)
 		})
 	}
 }

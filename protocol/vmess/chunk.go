@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -75,21 +76,53 @@ func (c *chunkCrypto) nextNonce() []byte {
 type Encoder struct {
 	c      chunkCrypto
 	framed bool
+	max    int // the largest payload of one chunk
 	rand   io.Reader
 	zeros  [MaxPadding]byte
 }
 
 // NewEncoder returns the encoder of the request body.
 func (s *Session) NewEncoder() *Encoder {
-	return &Encoder{c: newChunkCrypto(s, s.reqKey, s.reqIV), framed: s.Framed(), rand: s.rand}
+	e := &Encoder{c: newChunkCrypto(s, s.reqKey, s.reqIV), framed: s.Framed(), rand: s.rand}
+	e.max = maxPayload(e.c.aead != nil, e.c.pad, s.req.Command == CommandUDP)
+	return e
+}
+
+// maxPayload is the largest payload of one chunk as the reference client
+// sizes it. A sealed stream chunk keeps room for the largest padding its
+// options allow (Xray's AuthenticationWriter counts 64 bytes); a datagram's
+// chunk fits ChunkSize with the worst padding drawn (Xray's client drops
+// one that does not); a clear stream chunk carries ChunkSize bytes after its
+// length (Xray's ChunkStreamWriter slices the stream at 8 KiB).
+func maxPayload(sealed, pad, datagram bool) int {
+	tag := 0
+	if sealed {
+		tag = TagSize
+	}
+	switch {
+	case datagram && pad:
+		return ChunkSize - SizeFieldLen - tag - (MaxPadding - 1)
+	case datagram, sealed && !pad:
+		return ChunkSize - SizeFieldLen - tag
+	case sealed:
+		return ChunkSize - SizeFieldLen - tag - MaxPadding
+	}
+	return ChunkSize
 }
 
 // Framed reports whether Seal makes chunks; an unframed body is sent as is.
 func (e *Encoder) Framed() bool { return e.framed }
 
-// MaxPayload is the largest payload one chunk can carry: its length field
-// counts the tag and the padding in 16 bits.
-const MaxPayload = 0xFFFF - TagSize - (MaxPadding - 1)
+// MaxPayload is the largest payload Seal takes in one chunk: 8,174 bytes
+// for a sealed stream without padding and 8,110 with it, 8,192 for a clear
+// stream; for a datagram 8,174 sealed, 8,111 sealed and padded, 8,190 in
+// clear. An unframed body has no chunks and no bound.
+func (e *Encoder) MaxPayload() int {
+	if !e.framed {
+		return math.MaxInt
+	}
+	return e.max
+}
 
 // Seal appends one chunk carrying payload to dst: the length, the sealed
 // payload and the padding. An unframed encoder appends the payload as it is.
@@ -101,8 +134,8 @@ func (e *Encoder) Seal(dst, payload []byte) ([]byte, error) {
 	if len(payload) == 0 {
 		return dst, fmt.Errorf("vmess: an empty chunk would end the body")
 	}
-	if len(payload) > MaxPayload {
-		return dst, fmt.Errorf("vmess: chunk payload of %d bytes is longer than %d", len(payload), MaxPayload)
+	if len(payload) > e.max {
+		return dst, fmt.Errorf("vmess: chunk payload of %d bytes is longer than %d", len(payload), e.max)
 	}
 	return e.seal(dst, payload)
 }

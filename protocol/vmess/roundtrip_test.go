@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"testing"
@@ -106,9 +107,9 @@ func TestRequestRefusesBadDestination(t *testing.T) {
 	}
 }
 
-// payloads covers one byte, a stream chunk's largest payload, and sizes in
-// between.
-var payloads = [][]byte{[]byte("x"), bytes.Repeat([]byte{7}, 1400), randomBytes(vmess.MaxStreamPayload), randomBytes(100)}
+// payloads covers one byte, the largest payload every chunk takes (a padded
+// sealed stream chunk's), and sizes in between.
+var payloads = [][]byte{[]byte("x"), bytes.Repeat([]byte{7}, 1400), randomBytes(8110), randomBytes(100)}
 
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
@@ -369,10 +370,62 @@ func TestSealRefusesEmptyAndOversizedPayloads(t *testing.T) {
 	if _, err := e.Seal(nil, nil); err == nil {
 		t.Error("an empty payload was sealed")
 	}
-	if _, err := e.Seal(nil, make([]byte, vmess.MaxPayload+1)); err == nil {
+	if _, err := e.Seal(nil, make([]byte, e.MaxPayload()+1)); err == nil {
 		t.Error("an oversized payload was sealed")
 	}
-	if out, err := e.Seal(nil, make([]byte, vmess.MaxPayload)); err != nil || len(out) > 2+0xFFFF {
+	if out, err := e.Seal(nil, make([]byte, e.MaxPayload())); err != nil || len(out) > vmess.ChunkSize {
 		t.Errorf("largest payload: %d bytes, %v", len(out), err)
+	}
+}
+
+// Chunks are sized as Xray's client sizes them (8 KiB buffers): a sealed
+// chunk, length, tag and largest padding included, and a datagram's chunk
+// fit 8,192 bytes; a clear stream chunk carries 8,192 bytes of payload.
+// Xray's server panics on a clear stream chunk larger than that.
+func TestChunksAreSizedAsTheReferenceClientSizesThem(t *testing.T) {
+	cases := []struct {
+		sec     vmess.Security
+		cmd     vmess.Command
+		padding bool
+		max     int // the largest payload of one chunk
+		wire    int // the most bytes that chunk takes on the wire
+	}{
+		{vmess.SecurityAES128GCM, vmess.CommandTCP, false, 8174, 8192},
+		{vmess.SecurityAES128GCM, vmess.CommandTCP, true, 8110, 8191},
+		{vmess.SecurityChacha20Poly1305, vmess.CommandMux, false, 8174, 8192},
+		{vmess.SecurityChacha20Poly1305, vmess.CommandMux, true, 8110, 8191},
+		{vmess.SecurityNone, vmess.CommandTCP, true, 8192, 8194},
+		{vmess.SecurityNone, vmess.CommandMux, false, 8192, 8194},
+		{vmess.SecurityAES128GCM, vmess.CommandUDP, false, 8174, 8192},
+		{vmess.SecurityChacha20Poly1305, vmess.CommandUDP, true, 8111, 8192},
+		{vmess.SecurityNone, vmess.CommandUDP, true, 8190, 8192},
+		{vmess.SecurityZero, vmess.CommandUDP, true, 8190, 8192},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%v/%d/padding=%v", tc.sec, tc.cmd, tc.padding), func(t *testing.T) {
+			s, _ := newSession(t, vmess.Request{Command: tc.cmd, Security: tc.sec, GlobalPadding: tc.padding, Dst: netx.DomainAddr("example.com", 53)})
+			e := s.NewEncoder()
+			if got := e.MaxPayload(); got != tc.max {
+				t.Fatalf("MaxPayload() = %d, want %d", got, tc.max)
+			}
+			longest := 0
+			for range 200 { // padding is drawn per chunk: let the largest come up
+				out, err := e.Seal(nil, make([]byte, tc.max))
+				if err != nil {
+					t.Fatal(err)
+				}
+				longest = max(longest, len(out))
+			}
+			if longest > tc.wire {
+				t.Fatalf("a chunk of %d bytes on the wire, want at most %d", longest, tc.wire)
+			}
+			if _, err := e.Seal(nil, make([]byte, tc.max+1)); err == nil {
+				t.Fatalf("a payload of %d bytes was sealed in one chunk", tc.max+1)
+			}
+		})
+	}
+	s, _ := newSession(t, vmess.Request{Command: vmess.CommandTCP, Security: vmess.SecurityZero, Dst: netx.DomainAddr("example.com", 80)})
+	if e := s.NewEncoder(); e.Framed() || e.MaxPayload() < 1<<20 {
+		t.Fatalf("an unframed body: framed %v, MaxPayload %d", e.Framed(), e.MaxPayload())
 	}
 }

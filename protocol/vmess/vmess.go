@@ -49,10 +49,13 @@ const (
 	// ChunkOverhead is the most bytes one chunk adds to its payload: the
 	// length, the tag and the largest padding.
 	ChunkOverhead = SizeFieldLen + TagSize + MaxPadding - 1
-	// MaxStreamPayload is the largest payload of one stream chunk. sing-box's
-	// server reads a chunk's ciphertext whole into 16 KiB, so a chunk's
-	// ciphertext (payload and tag) stays within 16 KiB.
-	MaxStreamPayload = 16*1024 - TagSize
+	// ChunkSize is the buffer the reference client (Xray's) frames its body
+	// in, 8 KiB: a sealed chunk, its length, tag and padding included, and a
+	// datagram's chunk of any security fit in it whole, and a clear stream
+	// chunk carries at most that much payload. Its servers read chunks into
+	// buffers of that size, and Xray's panics on a clear stream chunk that
+	// is larger; the encoder never sends a chunk its client would not.
+	ChunkSize = 8192
 	// MaxHeaderLen is the longest sealed request header: the auth id (16),
 	// the sealed length (2 + 16), the connection nonce (8), and the sealed
 	// header (38 fixed bytes, a port, an address of up to 1 + 1 + 255 bytes,

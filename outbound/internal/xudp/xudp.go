@@ -19,6 +19,11 @@ import (
 // ErrSessionError is the end of a session the server marked failed.
 var ErrSessionError = errors.New("xudp: the server ended the session with an error")
 
+// MaxPacket is the largest datagram one XUDP frame carries, as Xray's client
+// sends them: its server reads a frame's data into one 8 KiB buffer and
+// drops a longer one. A longer datagram is refused with ErrFrameTooLarge.
+const MaxPacket = 8192
+
 // IDs derives the global IDs of one outbound's associations. It lives as
 // long as the outbound, so a source keeps its ID across links.
 type IDs struct {
@@ -54,7 +59,8 @@ type link struct {
 // NewLink returns the XUDP link over c, a stream whose bytes go to and come
 // from Mux.Cool. target is the destination of the packet that opens the
 // link: a reply naming no peer is attributed to it. bufSize and reserve size
-// the link's buffers as proxyconn.NewLink does.
+// the link's buffers as proxyconn.NewLink does; a datagram is at most
+// MaxPacket bytes whatever their size.
 func NewLink(c net.Conn, target netx.Addr, gid [8]byte, bufSize, reserve int) netx.PacketLink {
 	f := &framing{target: target, gid: gid}
 	return &link{Link: proxyconn.NewLink(c, f, bufSize, reserve), f: f}
@@ -62,6 +68,9 @@ func NewLink(c net.Conn, target netx.Addr, gid [8]byte, bufSize, reserve int) ne
 
 // WritePacket sends p to peer; the first packet written opens the session.
 func (l *link) WritePacket(p []byte, peer netx.Addr) error {
+	if len(p) > MaxPacket {
+		return fmt.Errorf("xudp: %w (a datagram of %d bytes; a frame carries %d)", proxyconn.ErrFrameTooLarge, len(p), MaxPacket)
+	}
 	if err := l.Link.WritePacket(p, peer); err != nil {
 		return err
 	}

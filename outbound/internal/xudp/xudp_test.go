@@ -1,6 +1,8 @@
 package xudp
 
 import (
+	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxyconn"
 	"switchyard/outbound/internal/proxytest"
 	"switchyard/protocol/mux"
 )
@@ -89,5 +92,20 @@ func TestGlobalIDs(t *testing.T) {
 	}
 	if a, b := ids.For(netip.AddrPort{}), ids.For(netip.AddrPort{}); a == b {
 		t.Fatal("links without a source share an ID")
+	}
+}
+
+// A datagram longer than an XUDP frame carries as Xray's client sends it
+// (8 KiB) is refused, for that datagram only.
+func TestDatagramLongerThanAFrameIsRefused(t *testing.T) {
+	c := proxytest.Dial(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	l := NewLink(c, netx.DomainAddr("a.test", 1), [8]byte{7}, 32<<10, reserve)
+	defer l.Close()
+	err := l.WritePacket(make([]byte, MaxPacket+1), netx.DomainAddr("a.test", 1))
+	if !errors.Is(err, proxyconn.ErrFrameTooLarge) {
+		t.Fatalf("a datagram of %d bytes: %v", MaxPacket+1, err)
+	}
+	if err := l.WritePacket(make([]byte, MaxPacket), netx.DomainAddr("a.test", 1)); err != nil {
+		t.Fatalf("a datagram of %d bytes: %v", MaxPacket, err)
 	}
 }
