@@ -1,40 +1,16 @@
 package sniff
 
 import (
-	"encoding/binary"
 	"strings"
 	"testing"
-)
 
-// dnsQuery builds a query for name with the given type and class, with an
-// OPT record when opt is set.
-func dnsQuery(t testing.TB, name string, qtype, qclass uint16, opt bool) []byte {
-	t.Helper()
-	b := []byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}
-	if opt {
-		b[11] = 1
-	}
-	for _, label := range strings.Split(strings.TrimSuffix(name, "."), ".") {
-		if label == "" {
-			continue
-		}
-		b = append(b, byte(len(label)))
-		b = append(b, label...)
-	}
-	b = append(b, 0)
-	b = binary.BigEndian.AppendUint16(b, qtype)
-	b = binary.BigEndian.AppendUint16(b, qclass)
-	if opt {
-		// root, OPT, UDP size 1232, TTL 0, one 4-byte option (a cookie's head)
-		b = append(b, 0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 8, 0, 10, 0, 4, 1, 2, 3, 4)
-	}
-	return b
-}
+	"switchyard/route/sniff/snifftest"
+)
 
 func TestDNSQuery(t *testing.T) {
 	with := func(b []byte, f func([]byte) []byte) []byte { return f(append([]byte{}, b...)) }
-	q := dnsQuery(t, "www.example.com", 1, 1, false)
-	withOPT := dnsQuery(t, "WWW.Example.COM.", 28, 1, true)
+	q := snifftest.DNSQuery("www.example.com", 1, 1, false)
+	withOPT := snifftest.DNSQuery("WWW.Example.COM.", 28, 1, true)
 	tests := []struct {
 		name string
 		in   []byte
@@ -43,10 +19,10 @@ func TestDNSQuery(t *testing.T) {
 	}{
 		{"A query", q, "www.example.com", true},
 		{"AAAA with OPT, mixed case", withOPT, "www.example.com", true},
-		{"root NS query", dnsQuery(t, ".", 2, 1, false), "", true},
-		{"mDNS QU class", dnsQuery(t, "printer.local", 12, 0x8001, false), "printer.local", true},
-		{"all-digit name is no host", dnsQuery(t, "1.2.3.4", 1, 1, false), "", true},
-		{"service name", dnsQuery(t, "_dns.resolver.arpa", 64, 1, false), "_dns.resolver.arpa", true},
+		{"root NS query", snifftest.DNSQuery(".", 2, 1, false), "", true},
+		{"mDNS QU class", snifftest.DNSQuery("printer.local", 12, 0x8001, false), "printer.local", true},
+		{"all-digit name is no host", snifftest.DNSQuery("1.2.3.4", 1, 1, false), "", true},
+		{"service name", snifftest.DNSQuery("_dns.resolver.arpa", 64, 1, false), "_dns.resolver.arpa", true},
 		{"dot inside a label", with(q, func(b []byte) []byte { b[13] = '.'; return b }), "", true},
 		{"response", with(q, func(b []byte) []byte { b[2] |= 0x80; return b }), "", false},
 		{"opcode notify", with(q, func(b []byte) []byte { b[2] |= 4 << 3; return b }), "", false},
@@ -64,9 +40,9 @@ func TestDNSQuery(t *testing.T) {
 		{"cut in the question", q[:len(q)-1], "", false},
 		{"cut in the name", q[:20], "", false},
 		{"compression pointer", append(append([]byte{}, q[:12]...), 0xc0, 0x0c, 0, 1, 0, 1), "", false},
-		{"class 0", dnsQuery(t, "a.example", 1, 0, false), "", false},
-		{"type 0", dnsQuery(t, "a.example", 0, 1, false), "", false},
-		{"name too long", dnsQuery(t, strings.Repeat(strings.Repeat("a", 63)+".", 4)+"com", 1, 1, false), "", false},
+		{"class 0", snifftest.DNSQuery("a.example", 1, 0, false), "", false},
+		{"type 0", snifftest.DNSQuery("a.example", 0, 1, false), "", false},
+		{"name too long", snifftest.DNSQuery(strings.Repeat(strings.Repeat("a", 63)+".", 4)+"com", 1, 1, false), "", false},
 		{"header only", q[:12], "", false},
 		{"empty", nil, "", false},
 	}
@@ -80,13 +56,13 @@ func TestDNSQuery(t *testing.T) {
 	}
 	// The longest name that fits: 255 bytes on the wire.
 	longest := strings.Repeat(strings.Repeat("a", 62)+".", 3) + strings.Repeat("b", 61)
-	if got, ok := DNSQuery(dnsQuery(t, longest, 1, 1, false)); !ok || got != longest {
+	if got, ok := DNSQuery(snifftest.DNSQuery(longest, 1, 1, false)); !ok || got != longest {
 		t.Fatalf("the longest name: %q, %v", got, ok)
 	}
 }
 
 func TestDNSQueryAllocations(t *testing.T) {
-	q := dnsQuery(t, "www.example.com", 1, 1, true)
+	q := snifftest.DNSQuery("www.example.com", 1, 1, true)
 	// One allocation: the returned name.
 	if n := testing.AllocsPerRun(50, func() { DNSQuery(q) }); n > 1 {
 		t.Fatalf("DNSQuery allocates %v times", n)

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"switchyard/route/sniff/snifftest"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -23,75 +25,6 @@ var (
 	v1 = quicVersionOf(0x00000001)
 	v2 = quicVersionOf(0x6b3343cf)
 )
-
-// sealInitial builds a client's Initial packet of version v for dcid with
-// packet number pn (in 4 bytes) and frames as its payload, protected as RFC
-// 9001 §5 says: the inverse of what QUIC reads.
-func sealInitial(t testing.TB, v *quicVersion, dcid []byte, pn uint32, frames []byte) []byte {
-	t.Helper()
-	keys, ok := newInitialKeys(v, dcid)
-	if !ok {
-		t.Fatal("no keys")
-	}
-	hdr := []byte{0xc0 | v.initial<<4 | 0x03}
-	hdr = binary.BigEndian.AppendUint32(hdr, v.number)
-	hdr = append(hdr, byte(len(dcid)))
-	hdr = append(hdr, dcid...)
-	hdr = append(hdr, 0) // no source connection ID
-	hdr = append(hdr, 0) // no token
-	length := 4 + len(frames) + keys.aead.Overhead()
-	hdr = append(hdr, 0x40|byte(length>>8), byte(length))
-	pnOff := len(hdr)
-	hdr = binary.BigEndian.AppendUint32(hdr, pn)
-	nonce := keys.iv
-	for i := range 4 {
-		nonce[len(nonce)-1-i] ^= byte(pn >> (8 * i))
-	}
-	pkt := keys.aead.Seal(bytes.Clone(hdr), nonce[:], frames, hdr)
-	var mask [16]byte
-	keys.hp.Encrypt(mask[:], pkt[pnOff+4:pnOff+20])
-	pkt[0] ^= mask[0] & 0x0f
-	for i := range 4 {
-		pkt[pnOff+i] ^= mask[1+i]
-	}
-	return pkt
-}
-
-// cryptoFrame encodes a CRYPTO frame.
-func cryptoFrame(off int, data []byte) []byte {
-	b := []byte{frameCrypto}
-	b = appendVarint(b, uint64(off))
-	b = appendVarint(b, uint64(len(data)))
-	return append(b, data...)
-}
-
-func appendVarint(b []byte, v uint64) []byte {
-	switch {
-	case v < 1<<6:
-		return append(b, byte(v))
-	case v < 1<<14:
-		return binary.BigEndian.AppendUint16(b, uint16(v)|0x4000)
-	case v < 1<<30:
-		return binary.BigEndian.AppendUint32(b, uint32(v)|0x8000_0000)
-	}
-	return binary.BigEndian.AppendUint64(b, v|0xc000_0000_0000_0000)
-}
-
-// padded pads frames with PADDING to n bytes, as a client pads its Initial.
-func padded(frames []byte, n int) []byte {
-	if len(frames) < n {
-		frames = append(frames, make([]byte, n-len(frames))...)
-	}
-	return frames
-}
-
-// handshakeMsg returns the ClientHello message a crypto/tls client with the
-// given key exchanges sends, without its record header: what QUIC carries
-// in CRYPTO frames.
-func handshakeMsg(t testing.TB, serverName string) []byte {
-	t.Helper()
-	return clientHello(t, serverName)[recordHeaderLen:]
-}
 
 var testDCID = []byte{0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04, 0x05}
 
@@ -118,11 +51,11 @@ func TestQUICRFCVectors(t *testing.T) {
 			if !bytes.Equal(pkt, orig) {
 				t.Fatal("QUIC changed the datagram it read")
 			}
-			// The test's own sealing reproduces the vector, so the packets
-			// the other tests build are protected as a real client's are.
-			sealed := sealInitial(t, tt.v, unhex(t, rfcDCID), 2, padded(unhex(t, rfcCryptoFrame), 1162))
+			// snifftest's sealing reproduces the vector, so the packets the
+			// other tests build are protected as a real client's are.
+			sealed := snifftest.Initial(t, tt.v.number, unhex(t, rfcDCID), 2, snifftest.Pad(unhex(t, rfcCryptoFrame), 1162))
 			if !bytes.Equal(sealed, orig) {
-				t.Fatalf("sealInitial does not reproduce the vector:\n%x", sealed)
+				t.Fatalf("snifftest.Initial does not reproduce the vector:\n%x", sealed)
 			}
 		})
 	}
@@ -155,13 +88,13 @@ func TestQUICInitialKeys(t *testing.T) {
 // order.
 func TestQUICClientHelloOverTwoInitials(t *testing.T) {
 	for _, v := range []*quicVersion{v1, v2} {
-		msg := handshakeMsg(t, "Split.Example.ORG")
+		msg := snifftest.HandshakeMessage(t, "Split.Example.ORG")
 		if len(msg) < 1000 {
 			t.Fatalf("ClientHello of %d bytes: expected a post-quantum key share", len(msg))
 		}
 		cut := 40 // inside the random: neither half names the server
-		first := sealInitial(t, v, testDCID, 0, padded(cryptoFrame(0, msg[:cut]), 1162))
-		second := sealInitial(t, v, testDCID, 1, padded(cryptoFrame(cut, msg[cut:]), 1162))
+		first := snifftest.Initial(t, v.number, testDCID, 0, snifftest.Pad(snifftest.Crypto(0, msg[:cut]), 1162))
+		second := snifftest.Initial(t, v.number, testDCID, 1, snifftest.Pad(snifftest.Crypto(cut, msg[cut:]), 1162))
 		for _, tt := range []struct {
 			name      string
 			datagrams [][]byte
@@ -187,17 +120,17 @@ func TestQUICClientHelloOverTwoInitials(t *testing.T) {
 // Several CRYPTO frames per packet, out of order, between PING, PADDING and
 // an ACK, as Chrome scatters its ClientHello.
 func TestQUICScatteredCryptoFrames(t *testing.T) {
-	msg := handshakeMsg(t, "scatter.example.com")
+	msg := snifftest.HandshakeMessage(t, "scatter.example.com")
 	a, b, c := len(msg)/3, 2*len(msg)/3, len(msg)
 	var frames []byte
 	frames = append(frames, framePing)
-	frames = append(frames, cryptoFrame(b, msg[b:c])...)
+	frames = append(frames, snifftest.Crypto(b, msg[b:c])...)
 	frames = append(frames, 0, 0, 0) // PADDING
 	frames = append(frames, frameACK, 0x05, 0x00, 0x01, 0x02, 0x01, 0x01)
-	frames = append(frames, cryptoFrame(0, msg[:a+10])...) // overlaps the next
+	frames = append(frames, snifftest.Crypto(0, msg[:a+10])...) // overlaps the next
 	frames = append(frames, framePing)
-	frames = append(frames, cryptoFrame(a, msg[a:b])...)
-	pkt := sealInitial(t, v1, testDCID, 0, padded(frames, 1500))
+	frames = append(frames, snifftest.Crypto(a, msg[a:b])...)
+	pkt := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(frames, 1500))
 	if name, quic, more := QUIC(pkt); name != "scatter.example.com" || !quic || more {
 		t.Fatalf("QUIC = %q, %v, %v", name, quic, more)
 	}
@@ -206,19 +139,19 @@ func TestQUICScatteredCryptoFrames(t *testing.T) {
 // A frame a client's Initial does not carry before its ClientHello ends the
 // walk: what follows it is not read.
 func TestQUICUnknownFrameStops(t *testing.T) {
-	msg := handshakeMsg(t, "stop.example.com")
-	frames := append([]byte{0x1e}, cryptoFrame(0, msg)...) // HANDSHAKE_DONE first
-	pkt := sealInitial(t, v1, testDCID, 0, padded(frames, 1200))
+	msg := snifftest.HandshakeMessage(t, "stop.example.com")
+	frames := append([]byte{0x1e}, snifftest.Crypto(0, msg)...) // HANDSHAKE_DONE first
+	pkt := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(frames, 1200))
 	if name, quic, more := QUIC(pkt); name != "" || !quic || more {
 		t.Fatalf("QUIC = %q, %v, %v; want no name from an Initial with no CRYPTO read", name, quic, more)
 	}
 }
 
 func TestQUICCoalesced(t *testing.T) {
-	msg := handshakeMsg(t, "coalesced.example.net")
+	msg := snifftest.HandshakeMessage(t, "coalesced.example.net")
 	cut := 60
-	one := sealInitial(t, v2, testDCID, 0, cryptoFrame(0, msg[:cut]))
-	two := sealInitial(t, v2, testDCID, 1, padded(cryptoFrame(cut, msg[cut:]), 200))
+	one := snifftest.Initial(t, snifftest.V2, testDCID, 0, snifftest.Crypto(0, msg[:cut]))
+	two := snifftest.Initial(t, snifftest.V2, testDCID, 1, snifftest.Pad(snifftest.Crypto(cut, msg[cut:]), 200))
 	// A 0-RTT packet after the Initials, as a resuming client coalesces it,
 	// then zero bytes padding the datagram.
 	zeroRTT := []byte{0xc0 | 0b10<<4, 0x6b, 0x33, 0x43, 0xcf, byte(len(testDCID))}
@@ -230,14 +163,14 @@ func TestQUICCoalesced(t *testing.T) {
 		t.Fatalf("QUIC = %q, %v, %v", name, quic, more)
 	}
 	// Another connection's Initial in the same datagram is not read.
-	other := sealInitial(t, v2, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 1, padded(cryptoFrame(cut, msg[cut:]), 200))
+	other := snifftest.Initial(t, snifftest.V2, []byte{1, 2, 3, 4, 5, 6, 7, 8}, 1, snifftest.Pad(snifftest.Crypto(cut, msg[cut:]), 200))
 	if name, quic, more := QUIC(append(append([]byte{}, one...), other...)); name != "" || !quic || !more {
 		t.Fatalf("with another connection's Initial: QUIC = %q, %v, %v", name, quic, more)
 	}
 }
 
 func TestQUICNoSNI(t *testing.T) {
-	pkt := sealInitial(t, v1, testDCID, 0, padded(cryptoFrame(0, handshakeMsg(t, "")), 1200))
+	pkt := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(snifftest.Crypto(0, snifftest.HandshakeMessage(t, "")), 1200))
 	if name, quic, more := QUIC(pkt); name != "" || !quic || more {
 		t.Fatalf("QUIC = %q, %v, %v; want \"\", true, false", name, quic, more)
 	}
@@ -247,7 +180,7 @@ func TestQUICNotSniffed(t *testing.T) {
 	vector := unhex(t, rfc9001ClientInitial)
 	flipped := bytes.Clone(vector)
 	flipped[len(flipped)-1] ^= 1 // the tag no longer verifies
-	v1TypeBitsUnderV2 := sealInitial(t, v1, testDCID, 0, padded(cryptoFrame(0, handshakeMsg(t, "a.example")), 1200))
+	v1TypeBitsUnderV2 := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(snifftest.Crypto(0, snifftest.HandshakeMessage(t, "a.example")), 1200))
 	binary.BigEndian.PutUint32(v1TypeBitsUnderV2[1:], v2.number) // a v2 Retry's type bits
 	unknownVersion := bytes.Clone(vector)
 	unknownVersion[4] = 2
@@ -264,7 +197,7 @@ func TestQUICNotSniffed(t *testing.T) {
 		{"unknown version", unknownVersion},
 		{"v1 type bits under v2", v1TypeBitsUnderV2},
 		{"short header", short},
-		{"dns query", dnsQuery(t, "example.com", 1, 1, false)},
+		{"dns query", snifftest.DNSQuery("example.com", 1, 1, false)},
 		{"zeros", make([]byte, 1200)},
 		{"ones", bytes.Repeat([]byte{0xff}, 1200)},
 	} {
@@ -285,24 +218,24 @@ func TestQUICNotSniffed(t *testing.T) {
 // The reassembly keeps to its bounds: data beyond MaxQUICCrypto is not
 // kept, and a ClientHello that claims to be longer names nothing.
 func TestQUICBounds(t *testing.T) {
-	msg := handshakeMsg(t, "bound.example.com")
-	far := sealInitial(t, v1, testDCID, 0, padded(cryptoFrame(MaxQUICCrypto, msg), 1200))
+	msg := snifftest.HandshakeMessage(t, "bound.example.com")
+	far := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(snifftest.Crypto(MaxQUICCrypto, msg), 1200))
 	if name, quic, more := QUIC(far); name != "" || !quic || !more {
 		t.Fatalf("data past the bound: QUIC = %q, %v, %v", name, quic, more)
 	}
 	huge := bytes.Clone(msg[:40])
 	huge[1], huge[2], huge[3] = 0x01, 0x00, 0x00 // 64 KiB of body
-	pkt := sealInitial(t, v1, testDCID, 0, padded(cryptoFrame(0, huge), 1200))
+	pkt := snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(snifftest.Crypto(0, huge), 1200))
 	if name, quic, more := QUIC(pkt); name != "" || !quic || more {
 		t.Fatalf("a ClientHello longer than the bound: QUIC = %q, %v, %v", name, quic, more)
 	}
 	// More than maxCryptoSpans disjoint pieces: the rest is not kept, nothing panics.
 	var frames []byte
 	for i := range 2 * maxCryptoSpans {
-		frames = append(frames, cryptoFrame(10+2*i, []byte{1})...)
+		frames = append(frames, snifftest.Crypto(10+2*i, []byte{1})...)
 	}
-	frames = append(frames, cryptoFrame(0, msg)...)
-	pkt = sealInitial(t, v1, testDCID, 0, padded(frames, 1200))
+	frames = append(frames, snifftest.Crypto(0, msg)...)
+	pkt = snifftest.Initial(t, snifftest.V1, testDCID, 0, snifftest.Pad(frames, 1200))
 	if _, quic, _ := QUIC(pkt); !quic {
 		t.Fatal("not QUIC")
 	}
@@ -330,8 +263,8 @@ func TestCryptoStreamMerges(t *testing.T) {
 }
 
 func BenchmarkQUIC(b *testing.B) {
-	msg := handshakeMsg(b, "www.example.com")
-	pkt := sealInitial(b, v1, testDCID, 0, padded(cryptoFrame(0, msg), 1200))
+	msg := snifftest.HandshakeMessage(b, "www.example.com")
+	pkt := snifftest.Initial(b, snifftest.V1, testDCID, 0, snifftest.Pad(snifftest.Crypto(0, msg), 1200))
 	b.ReportAllocs()
 	for b.Loop() {
 		QUIC(pkt)
