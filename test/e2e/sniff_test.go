@@ -56,6 +56,7 @@ func quicEcho(t *testing.T) *net.UDPAddr {
 // quic-go, naming serverName, and echoes one message on a stream.
 func quicThrough(t *testing.T, proxy string, server *net.UDPAddr, serverName string, version quic.Version) error {
 	t.Helper()
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true") // the association is no *net.UDPConn
 	a, err := socksclient.Associate(proxy)
 	if err != nil {
 		t.Fatal(err)
