@@ -29,6 +29,7 @@ type Link struct {
 	flow    netx.Flow
 	tracker *track.Tracker
 	log     *slog.Logger
+	sniffer *sniffer // nil unless the inbound sniffs (flow.SniffPackets)
 
 	ctx    context.Context // bounds sub-link opens; cancelled by Close
 	cancel context.CancelFunc
@@ -54,14 +55,20 @@ type Link struct {
 var _ netx.PacketLink = (*Link)(nil)
 
 // New returns the association's link. flow is the association (Network UDP,
-// Src, Inbound, User); every packet routes as flow.Toward(its destination).
-// log may be nil.
+// Src, Inbound, User); every packet routes as flow.Toward(its destination),
+// with what the packet sniffs to when flow.SniffPackets is set. log may be
+// nil.
 func New(cell *plane.Cell, flow netx.Flow, tracker *track.Tracker, log *slog.Logger) *Link {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var sn *sniffer
+	if flow.SniffPackets {
+		sn = newSniffer()
+	}
 	return &Link{
+		sniffer: sn,
 		cell:    cell,
 		flow:    flow,
 		tracker: tracker,
@@ -79,11 +86,19 @@ func New(cell *plane.Cell, flow netx.Flow, tracker *track.Tracker, log *slog.Log
 // as a lossy link would drop it: WritePacket fails only once the link is
 // closed (net.ErrClosed).
 func (l *Link) WritePacket(p []byte, to netx.Addr) error {
+	if l.sniffer != nil {
+		return l.writeSniffed(p, to)
+	}
+	return l.write(p, to, sniffed{})
+}
+
+// write is WritePacket for a packet whose flow sniffed to sn.
+func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	pl := l.cell.Load()
 	if pl == nil {
 		return l.dropped()
 	}
-	r, ok := l.route(pl, to)
+	r, ok := l.route(pl, to, sn)
 	if !ok {
 		return net.ErrClosed
 	}
@@ -116,13 +131,14 @@ type routed struct {
 	leaf *plane.Target    // the outbound version it resolved to; nil drops the packet
 }
 
-// route routes the packet toward to on pl and resolves the route target,
-// preferring the version of the sub-link that target led to most recently.
-// ok is false once the link is closed.
-func (l *Link) route(pl *plane.Plane, to netx.Addr) (r routed, ok bool) {
+// route routes the packet toward to, which sniffed to s, on pl and resolves
+// the route target, preferring the version of the sub-link that target led
+// to most recently. ok is false once the link is closed.
+func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok bool) {
 	l.routing.Lock()
 	defer l.routing.Unlock()
 	l.scratch = l.flow.Toward(to)
+	l.scratch.Protocol, l.scratch.Sniffed = s.protocol, s.domain
 	target, rule := pl.Route(&l.scratch)
 	if target == nil {
 		return routed{}, true

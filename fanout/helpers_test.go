@@ -128,6 +128,12 @@ type assoc struct {
 
 func newAssoc(t *testing.T, p *plane.Plane) *assoc {
 	t.Helper()
+	return newAssocOf(t, p, assocFlow)
+}
+
+// newAssocOf is newAssoc for the association flow.
+func newAssocOf(t *testing.T, p *plane.Plane, flow netx.Flow) *assoc {
+	t.Helper()
 	a := &assoc{
 		cell:    new(plane.Cell),
 		tracker: track.New(),
@@ -137,7 +143,7 @@ func newAssoc(t *testing.T, p *plane.Plane) *assoc {
 		drained: make(chan struct{}),
 	}
 	a.cell.Store(p)
-	a.Link = fanout.New(a.cell, assocFlow, a.tracker, slog.New(a.logs))
+	a.Link = fanout.New(a.cell, flow, a.tracker, slog.New(a.logs))
 	go func() {
 		defer close(a.drained)
 		buf := make([]byte, 2048)

@@ -30,10 +30,14 @@ type Flow struct {
 	// Protocol is the sniffed application protocol: "tls", "http", "quic",
 	// "dns", or "" when unknown.
 	Protocol string
+	// SniffPackets asks that each packet of a UDP association be sniffed
+	// (QUIC Initial, DNS query) before it is routed: the inbound sniffs.
+	SniffPackets bool
 }
 
-// Toward returns the flow aimed at dst: network, source, inbound and user are
-// kept; sniffing results are cleared because they described another destination.
+// Toward returns the flow aimed at dst: network, source, inbound, user and
+// SniffPackets are kept; sniffing results are cleared because they described
+// another destination.
 func (f Flow) Toward(dst Addr) Flow {
 	f.Dst = dst
 	f.Sniffed = ""

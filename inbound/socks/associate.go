@@ -50,6 +50,7 @@ func (s *Server) associate(c net.Conn, flow netx.Flow, log *slog.Logger) {
 	}
 	relayAddr := serve.AddrPort(pc.LocalAddr())
 	bound := netx.AddrFromAddrPort(netip.AddrPortFrom(relayAddr.Addr().WithZone(""), relayAddr.Port()))
+	flow.SniffPackets = s.cfg.Sniff
 	a := &association{
 		ctrl:     c,
 		pc:       pc,

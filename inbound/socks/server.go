@@ -23,7 +23,7 @@ type Config struct {
 	Listen netip.AddrPort
 	UDP    bool        // accept UDP ASSOCIATE
 	Users  []spec.User // when set, username/password authentication is required
-	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT streams
+	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT streams, QUIC SNI and DNS names from UDP packets
 }
 
 // Server serves SOCKS5 on the listeners it is given.

@@ -68,3 +68,22 @@ func TestSniffSplitClientHello(t *testing.T) {
 		t.Fatalf("sniffed %q", f.Sniffed)
 	}
 }
+
+// A UDP association asks for its packets to be sniffed exactly when the
+// inbound sniffs: the fan-out does the sniffing, per packet.
+func TestAssociationCarriesTheSniffSetting(t *testing.T) {
+	for _, sniff := range []bool{false, true} {
+		conn, proxy := start(t, Config{Tag: "u", UDP: true, Sniff: sniff})
+		associateClient(t, proxy)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(conn.Links()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if len(conn.Links()) != 1 {
+			t.Fatal("no association opened")
+		}
+		if f := conn.Flows()[0]; f.SniffPackets != sniff {
+			t.Fatalf("sniff = %v: association flow has SniffPackets %v", sniff, f.SniffPackets)
+		}
+	}
+}

@@ -1,8 +1,19 @@
-// Package sniff reads the first bytes a client sends on a stream and finds
-// the domain it is going to: the server name of a TLS ClientHello or the
-// Host of an HTTP/1.x request. Routing uses it for domain rules on flows
-// whose destination is an IP. It never allocates more than the name it
-// returns, except to join a ClientHello split over several records.
+// Package sniff reads the first bytes a client sends and finds the domain it
+// is going to. On a stream: the server name of a TLS ClientHello or the Host
+// of an HTTP/1.x request (Sniff). On UDP: the server name of the ClientHello
+// a QUIC v1 or v2 client sends in its Initial packets (QUIC), and the
+// question name of a DNS query (DNSQuery). Routing uses it for domain and
+// protocol rules on flows whose destination is an IP.
+//
+// Bounds: a ClientHello split over TLS records is joined up to 256 KiB. The
+// QUIC sniffer decrypts at most MaxQUICInitials (16) Initial packets per
+// call, reassembles their CRYPTO stream up to MaxQUICCrypto (64 KiB) in at
+// most 64 disjoint pieces, and ignores what lies beyond; its working memory
+// is a copy of one packet and that stream. A DNS name is at most 255 bytes.
+// The stream sniffers allocate nothing but the name they return, except to
+// join a ClientHello split over several records; DNSQuery allocates only the
+// name; QUIC allocates its keys and buffers, and is called only on datagrams
+// QUICInitial accepts.
 package sniff
 
 import (
@@ -14,6 +25,8 @@ import (
 const (
 	ProtocolTLS  = "tls"
 	ProtocolHTTP = "http"
+	ProtocolQUIC = "quic"
+	ProtocolDNS  = "dns"
 )
 
 // result is what a parser made of the bytes it was given.

@@ -1,40 +1,15 @@
 package sniff
 
 import (
-	"crypto/tls"
-	"io"
-	"net"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"switchyard/route/sniff/snifftest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// clientHello runs a crypto/tls client against a pipe and returns the first
-// record it writes: a real ClientHello.
-func clientHello(t testing.TB, serverName string) []byte {
-	t.Helper()
-	client, server := net.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: serverName == ""}
-		tls.Client(client, conf).Handshake() // fails once the pipe closes
-		client.Close()
-	}()
-	defer func() { server.Close(); <-done }()
-	head := make([]byte, recordHeaderLen)
-	if _, err := io.ReadFull(server, head); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, int(head[3])<<8|int(head[4]))
-	if _, err := io.ReadFull(server, body); err != nil {
-		t.Fatal(err)
-	}
-	return append(head, body...)
-}
 
 // splitRecords re-frames the handshake message of a one-record ClientHello
 // into records of at most size bytes each.
@@ -51,8 +26,8 @@ func splitRecords(hello []byte, size int) []byte {
 }
 
 func TestTLSServerName(t *testing.T) {
-	hello := clientHello(t, "Www.Example.COM")
-	noSNI := clientHello(t, "")
+	hello := snifftest.ClientHello(t, "Www.Example.COM")
+	noSNI := snifftest.ClientHello(t, "")
 	tests := []struct {
 		name  string
 		in    []byte
@@ -89,7 +64,7 @@ func TestTLSServerName(t *testing.T) {
 // Every prefix of a ClientHello is handled: no name until the server_name
 // extension is whole, the right one after, and NeedMore until the message ends.
 func TestTLSServerNameTruncated(t *testing.T) {
-	for _, hello := range [][]byte{clientHello(t, "a.example.net"), splitRecords(clientHello(t, "a.example.net"), 300)} {
+	for _, hello := range [][]byte{snifftest.ClientHello(t, "a.example.net"), splitRecords(snifftest.ClientHello(t, "a.example.net"), 300)} {
 		sniEnd := -1
 		for n := 0; n < len(hello); n++ {
 			name, ok := TLSServerName(hello[:n])
@@ -173,7 +148,7 @@ func TestHostNameRejectsIPs(t *testing.T) {
 }
 
 func TestSniffAllocations(t *testing.T) {
-	hello := clientHello(t, "www.example.com")
+	hello := snifftest.ClientHello(t, "www.example.com")
 	// One allocation: the returned name.
 	if n := testing.AllocsPerRun(50, func() { Sniff(hello) }); n > 1 {
 		t.Fatalf("Sniff of a one-record ClientHello allocates %v times", n)
@@ -181,7 +156,7 @@ func TestSniffAllocations(t *testing.T) {
 }
 
 func BenchmarkTLSServerName(b *testing.B) {
-	hello := clientHello(b, "www.example.com")
+	hello := snifftest.ClientHello(b, "www.example.com")
 	b.ReportAllocs()
 	for b.Loop() {
 		TLSServerName(hello)

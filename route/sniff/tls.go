@@ -26,6 +26,13 @@ func clientHelloSNI(b []byte) (string, result) {
 	if r != found {
 		return "", r
 	}
+	return helloSNI(body, complete)
+}
+
+// helloSNI reads the server name from the body of a ClientHello handshake
+// message (after its type and length), as much of it as body holds;
+// complete says whether body is the whole message.
+func helloSNI(body []byte, complete bool) (string, result) {
 	// What a field running past the end means: more bytes may come, or
 	// the message lied about its lengths.
 	short := incomplete

@@ -212,3 +212,47 @@ func (s *sliceReader) Read(p []byte) (int, error) {
 	s.b = s.b[n:]
 	return n, nil
 }
+
+// PacketConn returns the association as a net.PacketConn, for clients that
+// bring their own datagram protocol (QUIC): a datagram written to addr goes
+// to the relay with a header naming addr; a datagram read is a reply, from
+// the peer its header names. Closing it closes the association.
+func (a *Assoc) PacketConn() net.PacketConn { return &assocConn{a: a} }
+
+type assocConn struct{ a *Assoc }
+
+func (c *assocConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	if err := c.a.Send(addr.String(), p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (c *assocConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	b := make([]byte, 65535)
+	for {
+		n, _, err := c.a.pc.ReadFromUDP(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		if n < 3 {
+			continue
+		}
+		r := &sliceReader{b: b[3:n]}
+		from, err := ReadAddr(r)
+		if err != nil {
+			continue
+		}
+		addr, err := net.ResolveUDPAddr("udp", from)
+		if err != nil {
+			continue
+		}
+		return copy(p, r.b), addr, nil
+	}
+}
+
+func (c *assocConn) Close() error                       { c.a.Close(); return nil }
+func (c *assocConn) LocalAddr() net.Addr                { return c.a.pc.LocalAddr() }
+func (c *assocConn) SetDeadline(t time.Time) error      { return c.a.pc.SetDeadline(t) }
+func (c *assocConn) SetReadDeadline(t time.Time) error  { return c.a.pc.SetReadDeadline(t) }
+func (c *assocConn) SetWriteDeadline(t time.Time) error { return c.a.pc.SetWriteDeadline(t) }
