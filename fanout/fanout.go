@@ -18,7 +18,7 @@
 // open that fails drops its queue, counted, and the version is not opened
 // again within the association for OpenBackoff (2 s), so a burst of packets
 // to a dead outbound starts one open, not one per packet; 2 s is the first
-// step of the spec's reconnect schedule, short enough that a server that
+// step of the spec's slot backoff schedule, short enough that a server that
 // comes back is used again almost at once. An open is bounded by the link's
 // life (Close cancels and waits for it) and by max(10 s, 4 × the default
 // connect timeout), so none can hang for ever.
@@ -51,7 +51,7 @@ type Link struct {
 	tracker *track.Tracker
 	log     *slog.Logger
 
-	ctx    context.Context // bounds sub-link opens; cancelled by Close
+	ctx    context.Context // the opens' contexts derive from it; cancelled by Close
 	cancel context.CancelFunc
 
 	// routing guards scratch and prefer, what routing a packet takes the
