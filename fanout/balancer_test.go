@@ -76,6 +76,7 @@ func TestABalancerPrefersTheMemberInUse(t *testing.T) {
 	a.send(t, "p5", peer(7)) // m1 by its own tag: the same sub-link, via m1 now
 	sel.setUp(m2.ID())
 	a.send(t, "p6", peer(5)) // the balancer led to m2's sub-link most recently
+	a.Settle()
 
 	want := []string{"", "m2@v4", "m2@v4", "m1@v1", "m2@v4"}
 	got := sel.seen()

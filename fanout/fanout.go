@@ -3,6 +3,25 @@
 // route resolves to, over a sub-link opened on demand for that version, and
 // the replies of every sub-link merge back, each from its real source.
 // Nothing a sub-link does ends the association; only Close does.
+//
+// No packet waits for another peer's sub-link. A sub-link is opened on a
+// goroutine of the link's, off the send path, so an outbound that accepts a
+// connection and never answers holds up only the packets routed to it. Those
+// wait in a queue of the opening sub-link, flushed in order once it is open:
+// at most MaxQueued (16) packets and MaxQueuedBytes (64 KiB of buffers). That
+// covers what a client sends before its first answer (a QUIC handshake's
+// first flight and a retransmission or two, a burst of DNS queries) while an
+// open takes a proxy round trip or two; anything older than that would have
+// been retransmitted by the application anyway, and a dead outbound cannot
+// make an association hold more than MaxSubs × 64 KiB. Packets past the
+// bound are dropped, as a lossy link drops them, and counted (Dropped). An
+// open that fails drops its queue, counted, and the version is not opened
+// again within the association for OpenBackoff (2 s), so a burst of packets
+// to a dead outbound starts one open, not one per packet; 2 s is the first
+// step of the spec's slot backoff schedule, short enough that a server that
+// comes back is used again almost at once. An open is bounded by the link's
+// life (Close cancels and waits for it) and by max(10 s, 4 × the default
+// connect timeout), so none can hang for ever.
 package fanout
 
 import (
@@ -12,6 +31,8 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"switchyard/netx"
 	"switchyard/plane"
@@ -31,7 +52,7 @@ type Link struct {
 	log     *slog.Logger
 	sniffer *sniffer // nil unless the inbound sniffs (flow.SniffPackets)
 
-	ctx    context.Context // bounds sub-link opens; cancelled by Close
+	ctx    context.Context // the opens' contexts derive from it; cancelled by Close
 	cancel context.CancelFunc
 
 	// routing guards scratch and prefer, what routing a packet takes the
@@ -41,14 +62,21 @@ type Link struct {
 	scratch netx.Flow
 	prefer  plane.OutboundID
 
-	// mu guards subs and closed. It is never held across network I/O (an
-	// open, a send, a receive) nor while taking the tracker's lock.
+	// mu guards subs, failed and closed, and the opening state of every
+	// sub. It is never held across network I/O (an open, a send, a receive)
+	// nor while taking the tracker's lock.
 	mu     sync.Mutex
-	subs   []*sub // most recently sent to (or opened) at the back
+	subs   []*sub    // open and opening; most recently sent to (or opened) at the back
+	failed []failure // versions whose last open failed, oldest first
 	closed bool
+
+	now func() time.Time // the clock of the open backoff
+
+	drops atomic.Uint64 // packets accepted and never handed to a sub-link
 
 	recv    chan delivery  // sub-link readers hand datagrams to ReadPacket
 	done    chan struct{}  // closed by Close
+	opens   sync.WaitGroup // one per open in progress
 	readers sync.WaitGroup // one reader per sub-link ever opened
 }
 
@@ -75,16 +103,19 @@ func New(cell *plane.Cell, flow netx.Flow, tracker *track.Tracker, log *slog.Log
 		log:     log,
 		ctx:     ctx,
 		cancel:  cancel,
+		now:     time.Now,
 		recv:    make(chan delivery),
 		done:    make(chan struct{}),
 	}
 }
 
 // WritePacket routes p on the current plane and sends it on the sub-link of
-// the outbound version the route resolves to, opening that sub-link first
-// when there is none. A packet that cannot be opened for or sent is dropped,
-// as a lossy link would drop it: WritePacket fails only once the link is
-// closed (net.ErrClosed).
+// the outbound version the route resolves to. When that sub-link is opening,
+// or there is none and one starts opening now, p is queued for it instead
+// (dropped past the queue's bound): WritePacket never waits for an open. A
+// packet that cannot be opened for or sent is dropped, as a lossy link would
+// drop it, and counted: WritePacket fails only once the link is closed
+// (net.ErrClosed).
 func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 	if l.sniffer != nil {
 		return l.writeSniffed(p, to)
@@ -105,12 +136,21 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	if r.leaf == nil {
 		return l.dropped()
 	}
-	s := l.find(r.leaf.ID())
-	if s == nil {
-		s = l.open(r, pl.Epoch)
-		if s == nil {
-			return l.dropped()
-		}
+	s, v, evicted := l.claim(r, pl.Epoch, p, to)
+	if evicted != nil {
+		evicted.Close()
+	}
+	switch v {
+	case queuedUp:
+		return nil
+	case queueFull:
+		l.debug("udp fan-out: dropping a datagram for %s: %d are waiting for it to open", s.id, MaxQueued)
+		return l.dropped()
+	case backingOff:
+		l.debug("udp fan-out: dropping a datagram for %s: opening it failed less than %v ago", r.leaf.ID(), OpenBackoff)
+		return l.dropped()
+	case linkClosed:
+		return net.ErrClosed
 	}
 	if err := s.link.WritePacket(p, to); err != nil {
 		if l.remove(s) {
@@ -122,6 +162,12 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	l.sent(s, r.via)
 	return nil
 }
+
+// Dropped returns how many packets the link accepted and never handed to a
+// sub-link: with no route, past an opening sub-link's queue, queued for an
+// open that failed or was abandoned, routed to a version backing off after a
+// failed open, or whose send failed.
+func (l *Link) Dropped() uint64 { return l.drops.Load() }
 
 // routed is where one packet goes.
 type routed struct {
@@ -156,44 +202,10 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 	return r, true
 }
 
-// open dials a sub-link on r.leaf with the flow toward the packet that opens
-// it, tracks it as routed by r.rule on the plane of epoch and adds it to the
-// table. It returns nil when the open failed (logged) or the link was closed
-// meanwhile.
-func (l *Link) open(r routed, epoch uint64) *sub {
-	id, f := r.leaf.ID(), r.flow
-	raw, err := r.leaf.DialPacket(l.ctx, f)
-	if err != nil {
-		if l.ctx.Err() == nil {
-			l.debug("udp fan-out: opening %s failed: %v", id, err)
-		}
-		return nil
-	}
-	meta := track.Meta{
-		Network:     netx.UDP,
-		Inbound:     f.Inbound,
-		User:        f.User,
-		Source:      f.Src,
-		Destination: f.Dst,
-		Sniffed:     f.Sniffed,
-		Rule:        plane.RuleName(r.rule),
-		Outbound:    id.String(),
-		Epoch:       epoch,
-	}
-	s := &sub{id: id, via: r.via, link: l.tracker.Link(meta, raw), ack: make(chan struct{}, 1)}
-	kept, evicted := l.add(s)
-	if kept != s {
-		s.link.Close()
-	}
-	if evicted != nil {
-		evicted.link.Close()
-	}
-	return kept
-}
-
-// Close closes every sub-link (ending their tracked flows), abandons any
-// open in progress, unblocks ReadPacket and waits for every reader. It is
-// idempotent; the first call returns the sub-links' close errors joined.
+// Close closes every sub-link (ending their tracked flows), cancels every
+// open in progress and waits for it, unblocks ReadPacket and waits for every
+// reader. It is idempotent; the first call returns the sub-links' close
+// errors joined.
 func (l *Link) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -201,30 +213,37 @@ func (l *Link) Close() error {
 		return nil
 	}
 	l.closed = true
-	subs := l.subs
+	var open []*sub
+	for _, s := range l.subs {
+		if !s.opening {
+			open = append(open, s)
+		}
+	}
 	l.subs = nil
 	l.mu.Unlock()
 
 	l.cancel()
 	close(l.done)
 	var errs []error
-	for _, s := range subs {
+	for _, s := range open {
 		if err := s.link.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing sub-link %s: %w", s.id, err))
 		}
 	}
+	l.opens.Wait()
 	l.readers.Wait()
 	return errors.Join(errs...)
 }
 
-// dropped is WritePacket's answer for a packet it did not send: nil, as a
-// lossy link drops a packet, or net.ErrClosed once the link is closed.
+// dropped counts a packet WritePacket did not send and is its answer: nil,
+// as a lossy link drops a packet, or net.ErrClosed once the link is closed.
 func (l *Link) dropped() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return net.ErrClosed
 	}
+	l.drops.Add(1)
 	return nil
 }
 

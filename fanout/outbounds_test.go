@@ -62,7 +62,12 @@ type scriptedOutbound struct {
 	// linger is how long a ReadPacket waiting when its link is closed takes
 	// to return.
 	linger time.Duration
+	// gate, when set, holds every DialPacket until it is closed.
+	gate chan struct{}
+	// forget, when set, keeps links from recording the payloads sent.
+	forget bool
 
+	dials atomic.Int32 // DialPacket calls, failed ones included
 	mu    sync.Mutex
 	links []*scriptedLink
 }
@@ -79,6 +84,14 @@ func (o *scriptedOutbound) DialStream(context.Context, netx.Flow) (net.Conn, err
 }
 
 func (o *scriptedOutbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	o.dials.Add(1)
+	if o.gate != nil {
+		select {
+		case <-o.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if o.openErr != nil {
 		return nil, o.openErr
 	}
@@ -104,6 +117,8 @@ type scriptedLink struct {
 	opened netx.Flow
 	in     chan datagram
 	sent   atomic.Int32
+	mu     sync.Mutex
+	got    []string     // the payloads sent, in order
 	reads  atomic.Int32 // datagrams ReadPacket returned
 	closes atomic.Int32
 	ended  atomic.Bool // a ReadPacket returned because the link was closed
@@ -116,6 +131,11 @@ func (l *scriptedLink) WritePacket(p []byte, to netx.Addr) error {
 		return l.out.sendErr
 	}
 	l.sent.Add(1)
+	if !l.out.forget {
+		l.mu.Lock()
+		l.got = append(l.got, string(p))
+		l.mu.Unlock()
+	}
 	if l.out.replies != nil {
 		for _, d := range l.out.replies(p, to) {
 			l.in <- d
@@ -166,5 +186,38 @@ func (o *blockingOutbound) DialPacket(ctx context.Context, f netx.Flow) (netx.Pa
 	close(o.entered)
 	<-ctx.Done()
 	o.ctxErr <- ctx.Err()
+	return nil, ctx.Err()
+}
+
+// payloads returns what was sent on the link, in order.
+func (l *scriptedLink) payloads() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.got...)
+}
+
+// silentOutbound's DialPacket blocks until its context ends, as an open on a
+// proxy server that accepts and never answers does. It counts its opens.
+type silentOutbound struct {
+	dials    atomic.Int32
+	inFlight atomic.Int32
+	ended    chan error // the context errors of ended opens, when buffered room is left
+}
+
+func newSilent() *silentOutbound { return &silentOutbound{ended: make(chan error, 8)} }
+
+func (o *silentOutbound) DialStream(context.Context, netx.Flow) (net.Conn, error) {
+	return nil, errors.New("silentOutbound dials no streams")
+}
+
+func (o *silentOutbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	o.dials.Add(1)
+	o.inFlight.Add(1)
+	defer o.inFlight.Add(-1)
+	<-ctx.Done()
+	select {
+	case o.ended <- ctx.Err():
+	default:
+	}
 	return nil, ctx.Err()
 }

@@ -59,10 +59,10 @@ func newSniffer() *sniffer {
 	return &sniffer{conns: make(map[netx.Addr]*quicConn)}
 }
 
-// verdict is how a sniffed packet is sent: after release (held packets of
+// sniffVerdict is how a sniffed packet is sent: after release (held packets of
 // its connection, routed as releaseAs), routed as s, or not at all when
 // held.
-type verdict struct {
+type sniffVerdict struct {
 	s         sniffed
 	hold      bool
 	release   [][]byte
@@ -86,34 +86,34 @@ func (l *Link) writeSniffed(p []byte, to netx.Addr) error {
 
 // packet decides how p toward to routes. Only a datagram that starts like a
 // QUIC Initial is decrypted; the cheap tests come first.
-func (sn *sniffer) packet(p []byte, to netx.Addr) verdict {
+func (sn *sniffer) packet(p []byte, to netx.Addr) sniffVerdict {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	if dcid, ok := sniff.QUICInitial(p); ok {
 		return sn.initial(p, to, dcid)
 	}
 	if name, ok := sniff.DNSQuery(p); ok {
-		return verdict{s: sniffed{sniff.ProtocolDNS, name}}
+		return sniffVerdict{s: sniffed{sniff.ProtocolDNS, name}}
 	}
 	// A packet with QUIC's fixed bit: perhaps the connection's later packets.
 	if len(p) > 0 && p[0]&0x40 != 0 {
 		if c := sn.conns[to]; c != nil && !c.pending() {
 			sn.clock++
 			c.used = sn.clock
-			return verdict{s: c.result}
+			return sniffVerdict{s: c.result}
 		}
 	}
-	return verdict{}
+	return sniffVerdict{}
 }
 
 // initial handles a QUIC Initial packet with Destination Connection ID dcid.
-func (sn *sniffer) initial(p []byte, to netx.Addr, dcid []byte) verdict {
+func (sn *sniffer) initial(p []byte, to netx.Addr, dcid []byte) sniffVerdict {
 	sn.clock++
 	c := sn.conns[to]
 	if c != nil && bytes.Equal(c.dcid, dcid) {
 		c.used = sn.clock
 		if !c.pending() {
-			return verdict{s: c.result} // a later Initial of a known connection
+			return sniffVerdict{s: c.result} // a later Initial of a known connection
 		}
 		return sn.more(c, p)
 	}
@@ -122,11 +122,11 @@ func (sn *sniffer) initial(p []byte, to netx.Addr, dcid []byte) verdict {
 		// Not decryptable with its own connection ID: a later Initial of
 		// the known connection, sent to the ID the server chose.
 		if c != nil && !c.pending() {
-			return verdict{s: c.result}
+			return sniffVerdict{s: c.result}
 		}
-		return verdict{}
+		return sniffVerdict{}
 	}
-	var v verdict
+	var v sniffVerdict
 	if c != nil && c.pending() {
 		// A new connection to the same destination: the old one's held
 		// Initials go first, as QUIC without a name.
@@ -153,16 +153,16 @@ func (sn *sniffer) initial(p []byte, to netx.Addr, dcid []byte) verdict {
 // more handles one more Initial of the pending connection c: it is held
 // with the others until the ClientHello is whole, or until c has held its
 // share, and then all go on the route it gives.
-func (sn *sniffer) more(c *quicConn, p []byte) verdict {
+func (sn *sniffer) more(c *quicConn, p []byte) sniffVerdict {
 	name, _, more := sniff.QUIC(append(c.held, p)...)
 	if more && len(c.held) < maxHeldPerConn && sn.heldBytes+len(p) <= maxHeldBytes {
 		c.held = append(c.held, bytes.Clone(p))
 		sn.heldBytes += len(p)
-		return verdict{hold: true}
+		return sniffVerdict{hold: true}
 	}
 	s := sniffed{sniff.ProtocolQUIC, name}
 	release, _ := sn.resolve(c, s)
-	return verdict{s: s, release: release, releaseAs: s}
+	return sniffVerdict{s: s, release: release, releaseAs: s}
 }
 
 // resolve ends c's wait: it routes as s from now on. It returns the held

@@ -1,0 +1,208 @@
+package fanout
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"switchyard/netx"
+	"switchyard/plane"
+	"switchyard/track"
+)
+
+// Bounds of the packets that wait for a sub-link to open; see the package
+// documentation for the reasons.
+const (
+	// MaxQueued is how many packets one opening sub-link holds.
+	MaxQueued = 16
+	// MaxQueuedBytes is the buffer memory one opening sub-link holds: sixteen
+	// MTU-sized packets (in 2 KiB buffers) fit, and so does one datagram of
+	// the largest size.
+	MaxQueuedBytes = 64 << 10
+)
+
+// OpenBackoff is how long a version whose open failed is not opened again
+// within one association: packets routed to it meanwhile are dropped.
+const OpenBackoff = 2 * time.Second
+
+// openTimeout bounds one sub-link open, so none can hang for ever:
+// max(10 s, 4 × the default connect timeout), the bound of a transport's
+// preparation.
+const openTimeout = 4 * netx.DefaultConnectTimeout
+
+// smallDatagram is the buffer size of a queued packet that fits an MTU.
+const smallDatagram = 2 << 10
+
+var smallPool = sync.Pool{New: func() any { b := make([]byte, smallDatagram); return &b }}
+
+// queued is a copy of one packet waiting for its sub-link to open, in a
+// pooled buffer.
+type queued struct {
+	bp *[]byte
+	n  int
+	to netx.Addr
+}
+
+func (q queued) payload() []byte { return (*q.bp)[:q.n] }
+
+// release returns the packet's buffer to its pool.
+func (q queued) release() {
+	if cap(*q.bp) == smallDatagram {
+		smallPool.Put(q.bp)
+	} else {
+		bufPool.Put(q.bp)
+	}
+}
+
+// enqueue copies p onto s's queue and reports whether it fit within
+// MaxQueued and MaxQueuedBytes. Callers hold Link.mu.
+func (s *sub) enqueue(p []byte, to netx.Addr) bool {
+	size := smallDatagram
+	if len(p) > smallDatagram {
+		size = maxDatagram
+	}
+	if len(p) > maxDatagram || len(s.queue) == MaxQueued || s.queuedBytes+size > MaxQueuedBytes {
+		return false
+	}
+	var bp *[]byte
+	if size == smallDatagram {
+		bp = smallPool.Get().(*[]byte)
+	} else {
+		bp = bufPool.Get().(*[]byte)
+	}
+	s.queue = append(s.queue, queued{bp: bp, n: copy(*bp, p), to: to})
+	s.queuedBytes += size
+	return true
+}
+
+// take empties s's queue and returns what it held. Callers hold Link.mu.
+func (s *sub) take() []queued {
+	q := s.queue
+	s.queue, s.queuedBytes = nil, 0
+	return q
+}
+
+// discard drops queued packets, counted, and returns their buffers.
+func (l *Link) discard(q []queued) {
+	for _, p := range q {
+		p.release()
+	}
+	l.drops.Add(uint64(len(q)))
+}
+
+// open runs on its own goroutine, owned by the link: it dials s's version
+// with the flow toward the packet that opened it, then flushes s's queue in
+// order and hands s to the table, where senders use it directly. When the
+// open fails, the queue is dropped and the version is not opened again for
+// OpenBackoff. An open evicted from the table or abandoned by Close closes
+// what it opened and drops its queue.
+func (l *Link) open(ctx context.Context, s *sub, r routed, epoch uint64) {
+	defer l.opens.Done()
+	defer s.cancel()
+	f := r.flow
+	raw, err := r.leaf.DialPacket(ctx, f)
+	if err != nil {
+		l.mu.Lock()
+		own := !l.closed && l.detach(s)
+		if own {
+			l.remember(s.id, l.now())
+		}
+		q := s.take()
+		l.mu.Unlock()
+		l.discard(q)
+		if own {
+			l.debug("udp fan-out: opening %s failed: %v", s.id, err)
+		}
+		if len(q) > 0 {
+			l.debug("udp fan-out: dropped %d datagrams waiting for %s", len(q), s.id)
+		}
+		return
+	}
+	meta := track.Meta{
+		Network:     netx.UDP,
+		Inbound:     f.Inbound,
+		User:        f.User,
+		Source:      f.Src,
+		Destination: f.Dst,
+		Sniffed:     f.Sniffed,
+		Rule:        plane.RuleName(r.rule),
+		Outbound:    s.id.String(),
+		Epoch:       epoch,
+	}
+	l.flush(s, l.tracker.Link(meta, raw))
+}
+
+// flush sends s's queue on link in order, batch by batch (packets queued
+// meanwhile wait for the next batch, so none overtakes an earlier one), and
+// once the queue is empty marks s open and starts its reader. No lock is held
+// while sending.
+func (l *Link) flush(s *sub, link *track.Link) {
+	for {
+		l.mu.Lock()
+		if l.closed || !l.has(s) {
+			q := s.take()
+			l.mu.Unlock()
+			link.Close()
+			l.discard(q)
+			return
+		}
+		s.link = link
+		q := s.take()
+		if len(q) == 0 {
+			s.opening = false
+			l.readers.Add(1)
+			go l.read(s)
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		for i, p := range q {
+			if err := link.WritePacket(p.payload(), p.to); err != nil {
+				l.mu.Lock()
+				removed := l.detach(s)
+				rest := s.take()
+				l.mu.Unlock()
+				link.Close()
+				l.discard(q[i:])
+				l.discard(rest)
+				if removed {
+					l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
+				}
+				return
+			}
+			p.release()
+		}
+	}
+}
+
+// failure is a version whose open failed, not opened again before until.
+type failure struct {
+	id    plane.OutboundID
+	until time.Time
+}
+
+// remember records that id's open failed at now. The memory keeps at most
+// MaxSubs versions, dropping the oldest. Callers hold mu.
+func (l *Link) remember(id plane.OutboundID, now time.Time) {
+	kept := l.failed[:0]
+	for _, f := range l.failed {
+		if f.id != id && now.Before(f.until) {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == MaxSubs {
+		kept = append(kept[:0], kept[1:]...)
+	}
+	l.failed = append(kept, failure{id: id, until: now.Add(OpenBackoff)})
+}
+
+// backingOff reports whether id's open failed less than OpenBackoff before
+// now. Callers hold mu.
+func (l *Link) backingOff(id plane.OutboundID, now time.Time) bool {
+	for _, f := range l.failed {
+		if f.id == id {
+			return now.Before(f.until)
+		}
+	}
+	return false
+}
