@@ -13,8 +13,8 @@ import (
 // steady state of an association.
 func BenchmarkWritePacket(b *testing.B) {
 	cell := new(plane.Cell)
-	hole := target("block", 1, &scriptedOutbound{})
-	cell.Store(&plane.Plane{Epoch: 1, Final: target("direct", 1, &scriptedOutbound{})})
+	hole := target("block", 1, &scriptedOutbound{forget: true})
+	cell.Store(&plane.Plane{Epoch: 1, Final: target("direct", 1, &scriptedOutbound{forget: true})})
 	p := cell.Load()
 	for i := range 8 {
 		m := mustCompilePort(b, uint16(1000+i))

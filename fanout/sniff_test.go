@@ -113,6 +113,7 @@ func TestSniffQUICRoutesTheConnection(t *testing.T) {
 		initial := wholeInitial(t, version, "QUIC.example")
 		a.send(t, string(initial), quicServer)
 		a.send(t, string(shortHeader), quicServer)
+		a.Settle()
 		sentTo(t, sp.named, initial, shortHeader)
 		if f := a.flow(t, "named@v1"); f.Sniffed != "quic.example" {
 			t.Fatalf("tracked flow sniffed %q", f.Sniffed)
@@ -122,10 +123,12 @@ func TestSniffQUICRoutesTheConnection(t *testing.T) {
 		other := snifftest.Initial(t, version, []byte{9, 9, 9, 9, 9, 9, 9, 9}, 0, snifftest.Pad(snifftest.Crypto(0, snifftest.HandshakeMessage(t, "else.example")), 1200))
 		a.send(t, string(other), otherServer)
 		a.send(t, string(shortHeader), otherServer)
+		a.Settle()
 		sentTo(t, sp.quic, other, shortHeader)
 		// A packet that is neither, to a peer with no QUIC connection.
 		a.send(t, "hello", netx.DomainAddr("plain.example", 9))
 		a.send(t, string(shortHeader), netx.DomainAddr("plain.example", 9))
+		a.Settle()
 		sentTo(t, sp.final, []byte("hello"), shortHeader)
 	}
 }
@@ -140,13 +143,17 @@ func TestSniffQUICClientHelloOverTwoDatagrams(t *testing.T) {
 	second := snifftest.Initial(t, snifftest.V1, dcid, 1, snifftest.Pad(snifftest.Crypto(40, msg[40:]), 1200))
 	a.send(t, string(first), quicServer)
 	for _, r := range []*recorder{sp.named, sp.quic, sp.final} {
+		a.Settle()
 		sentTo(t, r)
 	}
 	a.send(t, string(second), quicServer)
 	a.send(t, string(first), quicServer) // a retransmission
 	a.send(t, string(shortHeader), quicServer)
+	a.Settle()
 	sentTo(t, sp.named, first, second, first, shortHeader)
+	a.Settle()
 	sentTo(t, sp.quic)
+	a.Settle()
 	sentTo(t, sp.final)
 }
 
@@ -162,7 +169,9 @@ func TestSniffQUICHeldInitialsAreBounded(t *testing.T) {
 		a.send(t, string(first), quicServer)
 		want = append(want, first)
 	}
+	a.Settle()
 	sentTo(t, sp.quic, want...)
+	a.Settle()
 	sentTo(t, sp.named)
 }
 
@@ -173,14 +182,17 @@ func TestSniffDNSQuery(t *testing.T) {
 	q := snifftest.DNSQuery("www.example.org", 1, 1, true)
 	resolver := netx.AddrFromAddrPort(netip.MustParseAddrPort("192.0.2.53:5353"))
 	a.send(t, string(q), resolver)
+	a.Settle()
 	sentTo(t, sp.dns, q)
 	if f := a.flow(t, "dns@v1"); f.Sniffed != "www.example.org" {
 		t.Fatalf("tracked flow sniffed %q", f.Sniffed)
 	}
 	named := snifftest.DNSQuery("quic.example", 28, 1, false)
 	a.send(t, string(named), resolver)
+	a.Settle()
 	sentTo(t, sp.named, named) // the domain rule comes first
 	a.send(t, string(q[:len(q)-1]), resolver)
+	a.Settle()
 	sentTo(t, sp.final, q[:len(q)-1])
 }
 
@@ -192,6 +204,7 @@ func TestNoSniffWithoutTheInboundsSetting(t *testing.T) {
 	q := snifftest.DNSQuery("www.example.org", 1, 1, false)
 	a.send(t, string(initial), quicServer)
 	a.send(t, string(q), quicServer)
+	a.Settle()
 	sentTo(t, sp.final, initial, q)
 }
 
@@ -203,14 +216,15 @@ func TestSniffSteadyStateAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cell := new(plane.Cell)
-	cell.Store(&plane.Plane{Epoch: 1, Final: target("final", 1, &scriptedOutbound{}),
-		Rules: []plane.Rule{{Match: m, Target: target("named", 1, &scriptedOutbound{})}}})
+	cell.Store(&plane.Plane{Epoch: 1, Final: target("final", 1, &scriptedOutbound{forget: true}),
+		Rules: []plane.Rule{{Match: m, Target: target("named", 1, &scriptedOutbound{forget: true})}}})
 	l := fanout.New(cell, sniffingFlow, track.New(), nil)
 	defer l.Close()
 	if err := l.WritePacket(wholeInitial(t, snifftest.V1, "quic.example"), quicServer); err != nil {
 		t.Fatal(err)
 	}
 	l.WritePacket([]byte("x"), otherServer)
+	l.Settle()
 	for _, tt := range []struct {
 		name string
 		p    []byte
@@ -230,7 +244,7 @@ func TestSniffSteadyStateAllocatesNothing(t *testing.T) {
 // association, for a QUIC connection's later packets.
 func BenchmarkWritePacketSniffed(b *testing.B) {
 	cell := new(plane.Cell)
-	cell.Store(&plane.Plane{Epoch: 1, Final: target("direct", 1, &scriptedOutbound{})})
+	cell.Store(&plane.Plane{Epoch: 1, Final: target("direct", 1, &scriptedOutbound{forget: true})})
 	l := fanout.New(cell, sniffingFlow, track.New(), nil)
 	defer l.Close()
 	if err := l.WritePacket(snifftest.Initial(b, snifftest.V1, dcid, 0, snifftest.Pad(snifftest.Crypto(0, snifftest.HandshakeMessage(b, "b.example")), 1200)), quicServer); err != nil {
