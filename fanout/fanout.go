@@ -136,7 +136,7 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	if r.leaf == nil {
 		return l.dropped()
 	}
-	s, v, evicted := l.claim(r, pl.Epoch, p, to)
+	s, v, evicted := l.claim(r, pl, p, to)
 	if evicted != nil {
 		evicted.Close()
 	}
@@ -157,6 +157,11 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 			s.link.Close()
 			l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
 		}
+		if plane.Reloaded(err) && l.cell.Load() != pl {
+			// The packet routed on the plane a reload just replaced, to a
+			// version it drained: it goes again, on the plane now in force.
+			return l.write(p, to, sn)
+		}
 		return l.dropped()
 	}
 	l.sent(s, r.via)
@@ -176,6 +181,9 @@ type routed struct {
 	via  plane.OutboundID // the route target: an outbound version or a balancer
 	leaf *plane.Target    // the outbound version it resolved to; nil drops the packet
 }
+
+// sniffed is what the routed packet sniffed to.
+func (r routed) sniffed() sniffed { return sniffed{r.flow.Protocol, r.flow.Sniffed} }
 
 // route routes the packet toward to, which sniffed to s, on pl and resolves
 // the route target, preferring the version of the sub-link that target led

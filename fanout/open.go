@@ -25,11 +25,6 @@ const (
 // within one association: packets routed to it meanwhile are dropped.
 const OpenBackoff = 2 * time.Second
 
-// openTimeout bounds one sub-link open, so none can hang for ever:
-// max(10 s, 4 × the default connect timeout), the bound of a transport's
-// preparation.
-const openTimeout = 4 * netx.DefaultConnectTimeout
-
 // smallDatagram is the buffer size of a queued packet that fits an MTU.
 const smallDatagram = 2 << 10
 
@@ -41,6 +36,7 @@ type queued struct {
 	bp *[]byte
 	n  int
 	to netx.Addr
+	sn sniffed // what the packet sniffed to, should it be routed again
 }
 
 func (q queued) payload() []byte { return (*q.bp)[:q.n] }
@@ -56,7 +52,7 @@ func (q queued) release() {
 
 // enqueue copies p onto s's queue and reports whether it fit within
 // MaxQueued and MaxQueuedBytes. Callers hold Link.mu.
-func (s *sub) enqueue(p []byte, to netx.Addr) bool {
+func (s *sub) enqueue(p []byte, to netx.Addr, sn sniffed) bool {
 	size := smallDatagram
 	if len(p) > smallDatagram {
 		size = maxDatagram
@@ -70,7 +66,7 @@ func (s *sub) enqueue(p []byte, to netx.Addr) bool {
 	} else {
 		bp = bufPool.Get().(*[]byte)
 	}
-	s.queue = append(s.queue, queued{bp: bp, n: copy(*bp, p), to: to})
+	s.queue = append(s.queue, queued{bp: bp, n: copy(*bp, p), to: to, sn: sn})
 	s.queuedBytes += size
 	return true
 }
@@ -91,16 +87,26 @@ func (l *Link) discard(q []queued) {
 }
 
 // open runs on its own goroutine, owned by the link: it dials s's version
-// with the flow toward the packet that opened it, then flushes s's queue in
-// order and hands s to the table, where senders use it directly. When the
-// open fails, the queue is dropped and the version is not opened again for
-// OpenBackoff. An open evicted from the table or abandoned by Close closes
-// what it opened and drops its queue.
-func (l *Link) open(ctx context.Context, s *sub, r routed, epoch uint64) {
+// with the flow toward the packet that opened it, under the establishment
+// of the plane that packet routed on (its deadline and dial admission), then
+// flushes s's queue in order and hands s to the table, where senders use it
+// directly. When the open fails, the queue is dropped and the version is not
+// opened again for OpenBackoff; when a reload overtook it (the version was
+// retired, or drained while it opened), the queued packets are routed again
+// on the plane now published instead. An open evicted from the table or
+// abandoned by Close closes what it opened and drops its queue.
+func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 	defer l.opens.Done()
 	defer s.cancel()
 	f := r.flow
-	raw, err := r.leaf.DialPacket(ctx, f)
+	est, dctx, cancel := pl.Begin(ctx)
+	raw, err := r.leaf.DialPacket(dctx, f)
+	est.End()
+	cancel()
+	if err != nil && plane.Reloaded(err) && ctx.Err() == nil && l.cell.Load() != pl {
+		l.reroute(s)
+		return
+	}
 	if err != nil {
 		l.mu.Lock()
 		own := !l.closed && l.detach(s)
@@ -127,9 +133,22 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, epoch uint64) {
 		Sniffed:     f.Sniffed,
 		Rule:        plane.RuleName(r.rule),
 		Outbound:    s.id.String(),
-		Epoch:       epoch,
+		Epoch:       pl.Epoch,
 	}
 	l.flush(s, l.tracker.Link(meta, raw))
+}
+
+// reroute takes s out of the table and sends its queued packets again, each
+// routed on the plane now in force as WritePacket routes it.
+func (l *Link) reroute(s *sub) {
+	l.mu.Lock()
+	l.detach(s)
+	q := s.take()
+	l.mu.Unlock()
+	for _, p := range q {
+		l.write(p.payload(), p.to, p.sn)
+		p.release()
+	}
 }
 
 // flush sends s's queue on link in order, batch by batch (packets queued

@@ -51,7 +51,7 @@ const (
 // the packet first in its queue, unless the version's last open failed
 // moments ago. A new sub-link joins the table at the back; the one evicted
 // past MaxSubs, when it was open, is returned for the caller to close.
-func (l *Link) claim(r routed, epoch uint64, p []byte, to netx.Addr) (s *sub, v verdict, evicted *track.Link) {
+func (l *Link) claim(r routed, pl *plane.Plane, p []byte, to netx.Addr) (s *sub, v verdict, evicted *track.Link) {
 	id := r.leaf.ID()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -65,7 +65,7 @@ func (l *Link) claim(r routed, epoch uint64, p []byte, to netx.Addr) (s *sub, v 
 		if !o.opening {
 			return o, sendNow, nil
 		}
-		if !o.enqueue(p, to) {
+		if !o.enqueue(p, to, r.sniffed()) {
 			return o, queueFull, nil
 		}
 		// A queued packet counts as sent for the LRU order and the balancer's
@@ -79,9 +79,9 @@ func (l *Link) claim(r routed, epoch uint64, p []byte, to netx.Addr) (s *sub, v 
 	if l.backingOff(id, now) {
 		return nil, backingOff, nil
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, openTimeout)
+	ctx, cancel := context.WithCancel(l.ctx)
 	s = &sub{id: id, via: r.via, ack: make(chan struct{}, 1), opening: true, cancel: cancel}
-	s.enqueue(p, to)
+	s.enqueue(p, to, r.sniffed())
 	l.subs = append(l.subs, s)
 	if len(l.subs) > MaxSubs {
 		old := l.subs[0]
@@ -93,7 +93,7 @@ func (l *Link) claim(r routed, epoch uint64, p []byte, to netx.Addr) (s *sub, v 
 		}
 	}
 	l.opens.Add(1)
-	go l.open(ctx, s, r, epoch)
+	go l.open(ctx, s, r, pl)
 	return s, queuedUp, evicted
 }
 
