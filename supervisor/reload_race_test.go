@@ -162,7 +162,7 @@ func TestNoDatagramIsLostToAReload(t *testing.T) {
 						sent.Add(1)
 						select {
 						case <-replies:
-						case <-time.After(time.Second):
+						case <-time.After(300 * time.Millisecond):
 							lost.Add(1)
 						}
 					}
@@ -186,7 +186,7 @@ func TestNoDatagramIsLostToAReload(t *testing.T) {
 			if drain == spec.DrainKeep && lost.Load() > 0 {
 				t.Fatalf("%d of %d datagrams went unanswered across 100 reloads", lost.Load(), sent.Load())
 			}
-			if sent.Load() < 100 {
+			if sent.Load() < 40 {
 				t.Fatalf("only %d datagrams sent", sent.Load())
 			}
 		})
