@@ -157,9 +157,10 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 			s.link.Close()
 			l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
 		}
-		if plane.Reloaded(err) && l.cell.Load() != pl {
-			// The packet routed on the plane a reload just replaced, to a
-			// version it drained: it goes again, on the plane now in force.
+		if l.cell.Load() != pl {
+			// The packet routed on a plane a reload has replaced since, to
+			// a sub-link the reload may have drained: it goes again, on the
+			// plane now in force.
 			return l.write(p, to, sn)
 		}
 		return l.dropped()

@@ -135,7 +135,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Outbound:    s.id.String(),
 		Epoch:       pl.Epoch,
 	}
-	l.flush(s, l.tracker.Link(meta, raw))
+	l.flush(s, l.tracker.Link(meta, raw), pl)
 }
 
 // reroute takes s out of the table and sends its queued packets again, each
@@ -145,6 +145,12 @@ func (l *Link) reroute(s *sub) {
 	l.detach(s)
 	q := s.take()
 	l.mu.Unlock()
+	l.resend(q)
+}
+
+// resend sends queued packets again, each routed as WritePacket routes it,
+// and returns their buffers.
+func (l *Link) resend(q []queued) {
 	for _, p := range q {
 		l.write(p.payload(), p.to, p.sn)
 		p.release()
@@ -155,7 +161,7 @@ func (l *Link) reroute(s *sub) {
 // meanwhile wait for the next batch, so none overtakes an earlier one), and
 // once the queue is empty marks s open and starts its reader. No lock is held
 // while sending.
-func (l *Link) flush(s *sub, link *track.Link) {
+func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 	for {
 		l.mu.Lock()
 		if l.closed || !l.has(s) {
@@ -182,11 +188,18 @@ func (l *Link) flush(s *sub, link *track.Link) {
 				rest := s.take()
 				l.mu.Unlock()
 				link.Close()
-				l.discard(q[i:])
-				l.discard(rest)
 				if removed {
 					l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
 				}
+				if l.cell.Load() != pl {
+					// A reload since the packets routed may have drained
+					// the version: they go again, on the plane in force.
+					l.resend(q[i:])
+					l.resend(rest)
+					return
+				}
+				l.discard(q[i:])
+				l.discard(rest)
 				return
 			}
 			p.release()
