@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"switchyard/route/sniff/snifftest"
+
 	"switchyard/inbound/internal/inboundtest"
 	"switchyard/netx"
 )
@@ -32,7 +34,7 @@ func TestConnect(t *testing.T) {
 
 func TestConnectSniff(t *testing.T) {
 	echo, _ := inboundtest.TCPEcho(t, "127.0.0.1:0")
-	hello := inboundtest.ClientHello(t, "tunnel.example.com")
+	hello := snifftest.ClientHello(t, "tunnel.example.com")
 	conn, proxy := start(t, Config{Sniff: true})
 	cl := dial(t, proxy)
 	cl.send("CONNECT " + echo.Addr().String() + " HTTP/1.1\r\n\r\n")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/route/sniff/snifftest"
+
 	"switchyard/inbound/internal/inboundtest"
 	"switchyard/netx"
 	"switchyard/protocol/socks5"
@@ -21,7 +23,7 @@ func TestSniff(t *testing.T) {
 		sniffed  string
 		protocol string
 	}{
-		{"tls", inboundtest.ClientHello(t, "secure.example.com"), "secure.example.com", "tls"},
+		{"tls", snifftest.ClientHello(t, "secure.example.com"), "secure.example.com", "tls"},
 		{"http", []byte("GET /x HTTP/1.1\r\nHost: Plain.Example.org:8080\r\nAccept: */*\r\n\r\n"), "plain.example.org", "http"},
 		{"unknown", []byte("\x00\x01binary"), "", ""},
 	}
@@ -51,7 +53,7 @@ func TestSniff(t *testing.T) {
 func TestSniffSplitClientHello(t *testing.T) {
 	echo, _ := inboundtest.TCPEcho(t, "127.0.0.1:0")
 	dst := netx.AddrFromAddrPort(netip.MustParseAddrPort(echo.Addr().String()))
-	hello := inboundtest.ClientHello(t, "split.example.net")
+	hello := snifftest.ClientHello(t, "split.example.net")
 	conn, proxy := start(t, Config{Sniff: true})
 	c := dial(t, proxy, "", "")
 	if code, _ := request(t, c, socks5.CmdConnect, dst); code != socks5.ReplySucceeded {

@@ -1,8 +1,6 @@
 package inboundtest
 
 import (
-	"crypto/tls"
-	"io"
 	"log/slog"
 	"net"
 	"testing"
@@ -11,29 +9,6 @@ import (
 // Logger logs at debug level to the test's output.
 func Logger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// ClientHello returns the first TLS record a crypto/tls client writes when
-// it connects to serverName: a real ClientHello.
-func ClientHello(t testing.TB, serverName string) []byte {
-	t.Helper()
-	client, server := net.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tls.Client(client, &tls.Config{ServerName: serverName}).Handshake() // fails once the pipe closes
-		client.Close()
-	}()
-	defer func() { server.Close(); <-done }()
-	head := make([]byte, 5)
-	if _, err := io.ReadFull(server, head); err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, int(head[3])<<8|int(head[4]))
-	if _, err := io.ReadFull(server, body); err != nil {
-		t.Fatal(err)
-	}
-	return append(head, body...)
 }
 
 // Serve runs srv on a new listener on 127.0.0.1 and returns the listener's

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/route/sniff/snifftest"
+
 	"go.uber.org/goleak"
 
-	"switchyard/inbound/internal/inboundtest"
 	"switchyard/spec"
 )
 
@@ -99,7 +100,7 @@ func TestServeReturnsListenerError(t *testing.T) {
 }
 
 func TestReadFirst(t *testing.T) {
-	hello := inboundtest.ClientHello(t, "first.example")
+	hello := snifftest.ClientHello(t, "first.example")
 	pair := func(t *testing.T) (client, server net.Conn) {
 		ln := listen(t)
 		defer ln.Close()
