@@ -34,6 +34,7 @@ type Config struct {
 	UDP    bool
 	Users  []spec.User // when set, Proxy-Authorization: Basic is required
 	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT tunnels
+	SOCKS4 bool        // unused: a SOCKS inbound's setting, here so that its Config converts
 }
 
 // Server serves the HTTP proxy protocol on the listeners it is given.

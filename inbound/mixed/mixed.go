@@ -1,5 +1,5 @@
-// Package mixed serves SOCKS5 and the HTTP proxy protocol on one listener:
-// the first byte of a connection tells them apart.
+// Package mixed serves SOCKS5, SOCKS4/4a and the HTTP proxy protocol on one
+// listener: the first byte of a connection tells them apart.
 package mixed
 
 import (
@@ -13,17 +13,18 @@ import (
 	httpin "switchyard/inbound/http"
 	"switchyard/inbound/internal/serve"
 	"switchyard/inbound/socks"
+	"switchyard/protocol/socks4"
 	"switchyard/protocol/socks5"
 )
 
 // firstByteTimeout bounds the wait for a client's first byte.
 const firstByteTimeout = 10 * time.Second
 
-// Config is the SOCKS inbound's: UDP enables UDP ASSOCIATE for SOCKS
-// clients, Users and Sniff hold for both protocols.
+// Config is the SOCKS inbound's: UDP (UDP ASSOCIATE) and SOCKS4 (SOCKS4
+// beside Users) hold for SOCKS clients, Users and Sniff for both protocols.
 type Config = socks.Config
 
-// Server dispatches each connection to a SOCKS5 or an HTTP server.
+// Server dispatches each connection to a SOCKS (5 or 4) or an HTTP server.
 type Server struct {
 	socks *socks.Server
 	http  *httpin.Server
@@ -63,8 +64,8 @@ func (s *Server) ServeConn(c net.Conn, first []byte) {
 	s.handle(c)
 }
 
-// handle reads the first byte: SOCKS5 starts with its version, 5; anything
-// else is taken for HTTP.
+// handle reads the first byte: SOCKS5 and SOCKS4 start with their
+// version, 5 or 4; anything else is taken for HTTP.
 func (s *Server) handle(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(firstByteTimeout))
 	var first [1]byte
@@ -78,7 +79,7 @@ func (s *Server) handle(c net.Conn) {
 }
 
 func (s *Server) dispatch(c net.Conn, first []byte) {
-	if first[0] == socks5.Version {
+	if first[0] == socks5.Version || first[0] == socks4.Version {
 		s.socks.ServeConn(c, first)
 	} else {
 		s.http.ServeConn(c, first)

@@ -12,22 +12,34 @@ import (
 	"switchyard/relay"
 )
 
-// connect serves a CONNECT. pending holds bytes the client sent after its
-// request that were already read; they go to the upstream first.
-func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.Logger) {
+// A replier answers a CONNECT in the protocol of its request (SOCKS5 or
+// SOCKS4): a nil dialErr grants it, bound being the upstream's local address
+// (or none); otherwise it refuses it for dialErr. It returns the name of the
+// reply it wrote and the write's error.
+type replier func(c net.Conn, dialErr error, bound netx.Addr) (reply string, err error)
+
+// socks5Reply answers a SOCKS5 CONNECT.
+func socks5Reply(c net.Conn, dialErr error, bound netx.Addr) (string, error) {
+	code := replyFor(dialErr)
+	return socks5.ReplyText(code), writeReply(c, code, bound)
+}
+
+// connect serves a CONNECT, answered by reply. pending holds bytes the
+// client sent after its request that were already read; they go to the
+// upstream first.
+func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, reply replier, log *slog.Logger) {
 	c.SetDeadline(time.Time{})
 	if s.cfg.Sniff {
-		s.connectSniffed(c, pending, flow, log)
+		s.connectSniffed(c, pending, flow, reply, log)
 		return
 	}
 	up, err := s.dial(c, flow)
 	if err != nil {
-		code := replyFor(err)
-		log.Debug("socks connect failed", "destination", flow.Dst, "reply", socks5.ReplyText(code), "error", err)
-		writeReply(c, code, netx.Addr{})
+		text, _ := reply(c, err, netx.Addr{})
+		log.Debug("socks connect failed", "destination", flow.Dst, "reply", text, "error", err)
 		return
 	}
-	if err := writeReply(c, socks5.ReplySucceeded, boundAddr(up)); err != nil {
+	if _, err := reply(c, nil, boundAddr(up)); err != nil {
 		up.Close()
 		return
 	}
@@ -43,8 +55,8 @@ func (s *Server) connect(c net.Conn, pending []byte, flow netx.Flow, log *slog.L
 // connectSniffed answers the CONNECT at once, reads the client's first bytes
 // to sniff the domain, and only then routes the flow. A failed dial can then
 // only close the connection.
-func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, log *slog.Logger) {
-	if err := writeReply(c, socks5.ReplySucceeded, netx.Addr{}); err != nil {
+func (s *Server) connectSniffed(c net.Conn, pending []byte, flow netx.Flow, reply replier, log *slog.Logger) {
+	if _, err := reply(c, nil, netx.Addr{}); err != nil {
 		return
 	}
 	first, err := serve.ReadFirst(c, pending, serve.SniffWait)

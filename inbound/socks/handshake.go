@@ -19,6 +19,9 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	r := &serve.PrefixReader{Head: first, R: c}
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 
+	if s.servedSOCKS4(c, r, src, log) {
+		return
+	}
 	user, ok := s.authenticate(c, r, log)
 	if !ok {
 		return
@@ -35,7 +38,7 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	switch req.Cmd {
 	case socks5.CmdConnect:
 		flow.Network = netx.TCP
-		s.connect(c, r.Head, flow, log)
+		s.connect(c, r.Head, flow, socks5Reply, log)
 	case socks5.CmdUDPAssociate:
 		if !s.cfg.UDP {
 			log.Debug("socks request refused", "error", "UDP ASSOCIATE is disabled")

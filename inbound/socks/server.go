@@ -1,5 +1,6 @@
-// Package socks is the SOCKS5 inbound: it accepts connections, authenticates
-// them, and hands each CONNECT and UDP ASSOCIATE to the connector as a flow.
+// Package socks is the SOCKS5 inbound, which also serves SOCKS4 and SOCKS4a
+// CONNECT: it accepts connections, authenticates them, and hands each
+// CONNECT and UDP ASSOCIATE to the connector as a flow.
 package socks
 
 import (
@@ -24,6 +25,10 @@ type Config struct {
 	UDP    bool        // accept UDP ASSOCIATE
 	Users  []spec.User // when set, username/password authentication is required
 	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT streams, QUIC SNI and DNS names from UDP packets
+	// SOCKS4 accepts SOCKS4/4a on an inbound with Users, whose user id
+	// must then be one of their names (SOCKS4 carries no password).
+	// Without Users, SOCKS4 is always accepted.
+	SOCKS4 bool
 }
 
 // Server serves SOCKS5 on the listeners it is given.
