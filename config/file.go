@@ -47,6 +47,7 @@ type fileInbound struct {
 	UDP    *bool      `toml:"udp"`
 	Users  []fileUser `toml:"users"`
 	Sniff  bool       `toml:"sniff"`
+	SOCKS4 bool       `toml:"socks4"`
 }
 
 type fileUser struct {

@@ -65,6 +65,10 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 		}
 		in.Users = l.users(key, typ, f.Users)
 		in.Sniff = f.Sniff
+		if f.SOCKS4 && typ == "http" {
+			l.errorf(key+".socks4", `an http inbound has no SOCKS4 (use type "mixed" for SOCKS4 on the same port)`)
+		}
+		in.SOCKS4 = f.SOCKS4
 		out = append(out, in)
 	}
 	return out

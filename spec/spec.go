@@ -69,6 +69,7 @@ type Inbound struct {
 	UDP    bool
 	Users  []User
 	Sniff  bool
+	SOCKS4 bool // socks, mixed: accept SOCKS4/4a beside Users (always accepted without Users)
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",
