@@ -88,6 +88,15 @@ func (s *Session) ID() uint64 {
 	return s.id
 }
 
+// Info is what the session was opened with; the zero SessionInfo for a nil
+// session.
+func (s *Session) Info() SessionInfo {
+	if s == nil {
+		return SessionInfo{}
+	}
+	return s.info
+}
+
 // End takes the session out of the table. It is idempotent, and does
 // nothing on a nil session.
 func (s *Session) End() {
