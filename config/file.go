@@ -53,6 +53,8 @@ type fileInbound struct {
 type fileUser struct {
 	Username *string `toml:"username"`
 	Password *string `toml:"password"`
+	UpMbps   *int64  `toml:"up_mbps"`
+	DownMbps *int64  `toml:"down_mbps"`
 }
 
 // fileOutbound holds the keys of every outbound type; which of them a type

@@ -109,7 +109,7 @@ func (l *lowerer) users(key, typ string, fs []fileUser) []spec.User {
 		if typ != "http" && (len(name) > socks5FieldMax || len(*u.Password) > socks5FieldMax) {
 			l.errorf(ukey, "SOCKS5 carries at most %d bytes of username and of password", socks5FieldMax)
 		}
-		out = append(out, spec.User{Username: name, Password: *u.Password})
+		out = append(out, l.userRates(ukey, spec.User{Username: name, Password: *u.Password}, u))
 	}
 	return out
 }

@@ -29,6 +29,9 @@ type lowerer struct {
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
+	// rates maps a user name to the key of its first users entry and the
+	// rates written there (users.go).
+	rates map[string]userRate
 }
 
 func newLowerer(ix *index, dir string) *lowerer {

@@ -96,7 +96,7 @@ func TestFullFile(t *testing.T) {
 		Reload: spec.Reload{Drain: spec.DrainClose},
 		Inbounds: []spec.Inbound{
 			{Tag: "socks-in", Type: "socks", Listen: netip.MustParseAddrPort("127.0.0.1:1080"), UDP: true,
-				Users: []spec.User{{Username: "Alice", Password: "secret"}, {Username: "bob"}}},
+				Users: []spec.User{{Username: "Alice", Password: "secret"}, {Username: "bob", UpMbps: 8, DownMbps: 16}}},
 			{Tag: "http-in", Type: "http", Listen: netip.MustParseAddrPort("[::1]:8080"), Sniff: true},
 			{Tag: "mixed-in", Type: "mixed", Listen: netip.MustParseAddrPort("0.0.0.0:7890")},
 		},

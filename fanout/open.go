@@ -134,6 +134,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Rule:        plane.RuleName(r.rule),
 		Outbound:    s.id.String(),
 		Epoch:       pl.Epoch,
+		Session:     f.Session,
 	}
 	l.flush(s, l.tracker.Link(meta, raw), pl)
 }

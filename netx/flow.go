@@ -26,6 +26,9 @@ type Flow struct {
 	Src     netip.AddrPort
 	Inbound string // tag of the inbound that accepted the flow
 	User    string // authenticated user name, "" when anonymous
+	// Session is the tracker's id of the session of the authenticated
+	// connection the flow came on; 0 when the flow has none.
+	Session uint64
 	Sniffed string // domain sniffed from the first bytes (TLS SNI, HTTP Host), "" when none
 	// Protocol is the sniffed application protocol: "tls", "http", "quic",
 	// "dns", or "" when unknown.
@@ -35,8 +38,8 @@ type Flow struct {
 	SniffPackets bool
 }
 
-// Toward returns the flow aimed at dst: network, source, inbound, user and
-// SniffPackets are kept; sniffing results are cleared because they described
+// Toward returns the flow aimed at dst: network, source, inbound, user,
+// session and SniffPackets are kept; sniffing results are cleared because they described
 // another destination.
 func (f Flow) Toward(dst Addr) Flow {
 	f.Dst = dst

@@ -116,7 +116,8 @@ type direction struct {
 
 	tcpSrc, tcpDst       *net.TCPConn
 	srcLayers, dstLayers []netx.Observed
-	settling             bool // copying until a Passthrough end is done with its preamble
+	paced                []pacedLayer // the Paced layers of a spliced direction
+	settling             bool         // copying until a Passthrough end is done with its preamble
 }
 
 func (d *direction) poke() {
@@ -176,6 +177,7 @@ func (d *direction) pick() {
 	if okSrc && okDst {
 		d.path = PathSplice
 		d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers = ts, td, srcLayers, dstLayers
+		d.paced = pacedLayers(d.paced[:0], srcLayers, dstLayers)
 		return
 	}
 	d.path = PathCopy
@@ -226,7 +228,7 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 		case queued == 0: // end of stream
 			return nil
 		}
-		lr.N = int64(min(queued, spliceChunk))
+		lr.N = d.step(int64(min(queued, spliceChunk)))
 		n, err := dst.ReadFrom(lr)
 		if n > 0 {
 			d.n += n
@@ -236,6 +238,9 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 			}
 			for _, l := range dstLayers {
 				l.ObserveWrite(n)
+			}
+			if perr := d.pace(n); perr != nil {
+				return perr
 			}
 		}
 		switch {

@@ -57,9 +57,15 @@ type Reload struct {
 	Drain Drain
 }
 
+// User is one account of an inbound. UpMbps and DownMbps pace the user's
+// flows (uploads toward their destinations, downloads from them) in megabits
+// per second; 0 leaves that direction unpaced. A user is one name across
+// every inbound, so its rates are the same wherever it is configured.
 type User struct {
 	Username string
 	Password string
+	UpMbps   int
+	DownMbps int
 }
 
 type Inbound struct {

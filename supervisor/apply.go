@@ -49,6 +49,7 @@ func (sv *Supervisor) refuse(err error) error {
 // commit publishes the prepared state. Nothing here can fail.
 func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
 	old := sv.cur
+	sv.configureUsers(p.next.spec)
 	sv.cell.Store(p.plane)
 	sv.cur = p.next
 	for _, st := range p.plan.outbounds {

@@ -33,7 +33,7 @@ func (sv *Supervisor) planInbounds(ins []spec.Inbound) (*inboundPlan, error) {
 		seen[in.Tag] = true
 		l, ok := sv.inbounds[in.Tag]
 		switch {
-		case ok && spec.Equal(l.spec, in):
+		case ok && sameInbound(l.spec, in):
 		case ok && l.spec.Listen == in.Listen:
 			srv, err := newServer(in, sv.conn, sv.log)
 			if err != nil {

@@ -57,6 +57,7 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Rule:        plane.RuleName(rule),
 		Outbound:    leaf.ID().String(),
 		Epoch:       p.Epoch,
+		Session:     f.Session,
 	}
 	return c.tracker.Conn(meta, conn), nil
 }

@@ -106,6 +106,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		return nil, err
 	}
 	sv.admit(p, s)
+	sv.configureUsers(s)
 	sv.cell.Store(p.plane)
 	sv.cur = p.next
 	return sv, nil

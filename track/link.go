@@ -7,7 +7,10 @@ import (
 )
 
 // Link is a tracked UDP sub-link: WritePacket counts the payload Up,
-// ReadPacket the payload Down.
+// ReadPacket the payload Down. A sub-link of a session is paced at its
+// user's rates (a datagram waits its turn before it is sent, or before it is
+// delivered), and its payload counts toward the session's wire bytes and
+// its user's totals when the session charges datagrams.
 type Link struct {
 	l netx.PacketLink
 	m meter
@@ -21,7 +24,7 @@ func (t *Tracker) Link(meta Meta, l netx.PacketLink) *Link {
 	tl := &Link{l: l}
 	tl.m.meta = meta
 	tl.m.inner = l
-	t.add(&tl.m)
+	t.add(&tl.m, true)
 	return tl
 }
 
@@ -34,11 +37,14 @@ func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 	if err := l.ended(); err != nil {
 		return err
 	}
+	if err := l.m.paceUp(int64(len(p))); err != nil {
+		return err
+	}
 	// Counted before the send, so a reply can never be seen before the
 	// datagram it answers; a failed send takes its count back.
-	l.m.up.Add(int64(len(p)))
+	l.m.addUp(int64(len(p)))
 	if err := l.l.WritePacket(p, to); err != nil {
-		l.m.up.Add(-int64(len(p)))
+		l.m.addUp(-int64(len(p)))
 		return l.m.err(err)
 	}
 	return nil
@@ -54,7 +60,10 @@ func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
 	if err := l.ended(); err != nil {
 		return 0, netx.Addr{}, err
 	}
-	l.m.down.Add(int64(n))
+	l.m.addDown(int64(n))
+	if err := l.m.paceDown(int64(n)); err != nil {
+		return 0, netx.Addr{}, err
+	}
 	return n, from, nil
 }
 

@@ -28,6 +28,7 @@ type Meta struct {
 	Rule        string // "rule 3" or "final" (plane.RuleName)
 	Outbound    string // the outbound version, "tag@v1"
 	Epoch       uint64 // the plane epoch the flow was routed on
+	Session     uint64 // the session the flow is filed under; 0 when none
 }
 
 // Snapshot is one flow as it stands: Up counts bytes toward the destination,
@@ -45,6 +46,9 @@ type Tracker struct {
 	mu    sync.Mutex // guards flows and last
 	flows map[uint64]*meter
 	last  uint64 // the id given to the latest flow; ids start at 1
+
+	sessions sessions // session.go
+	users    users    // users.go
 }
 
 // New returns an empty tracker.
@@ -99,10 +103,17 @@ func (t *Tracker) Kill(id uint64) bool {
 	return ok
 }
 
-// add registers m under a fresh id.
-func (t *Tracker) add(m *meter) {
+// add registers m under a fresh id, filed under its session when that is
+// live. datagram says m is a UDP sub-link, whose payload counts toward the
+// session only when the session charges datagrams.
+func (t *Tracker) add(m *meter, datagram bool) {
 	m.t = t
 	m.start = time.Now()
+	if s := t.sessions.lookup(m.meta.Session); s != nil {
+		m.file(s, !datagram || s.info.ChargeDatagrams)
+	} else {
+		m.meta.Session = 0
+	}
 	t.mu.Lock()
 	t.last++
 	m.id = t.last

@@ -56,7 +56,7 @@ func load(path string) (*spec.Spec, error) {
 	return config.Load(path)
 }
 
-// logStats logs the process's goroutines, heap and live flows (SIGUSR1),
+// logStats logs the process's goroutines, heap, live flows and sessions (SIGUSR1),
 // after a garbage collection so the heap figure is what is really held.
 func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 	runtime.GC()
@@ -64,6 +64,7 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 	runtime.ReadMemStats(&m)
 	gen, proc := sv.Admission()
 	log.Info("runtime stats", "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()),
+		"sessions", len(sv.Tracker().Sessions()),
 		"dials_admitted", gen.InUse, "dials_waiting", gen.Waiting, "dial_limit", gen.Limit,
 		"process_dials_admitted", proc.InUse, "process_dials_waiting", proc.Waiting, "process_dial_gate", proc.Limit)
 }

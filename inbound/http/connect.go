@@ -22,7 +22,7 @@ func (ss *session) connect(req *http.Request, user string) {
 		ss.respond(http.StatusBadRequest, false)
 		return
 	}
-	flow := netx.Flow{Network: netx.TCP, Dst: dst, Src: ss.src, Inbound: ss.s.cfg.Tag, User: user}
+	flow := netx.Flow{Network: netx.TCP, Dst: dst, Src: ss.src, Inbound: ss.s.cfg.Tag, User: user, Session: ss.us.ID()}
 	pending := ss.pending()
 	ss.c.SetDeadline(time.Time{})
 	var up net.Conn

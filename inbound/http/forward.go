@@ -54,7 +54,7 @@ func (ss *session) forward(req *http.Request, user, host string) bool {
 	}
 	flow := netx.Flow{
 		Network: netx.TCP, Dst: dst, Src: ss.src, Inbound: ss.s.cfg.Tag, User: user,
-		Sniffed: host, Protocol: "http",
+		Session: ss.us.ID(), Sniffed: host, Protocol: "http",
 	}
 	expectContinue := prepareRequest(req)
 

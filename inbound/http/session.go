@@ -19,6 +19,7 @@ import (
 	"switchyard/inbound/internal/serve"
 	"switchyard/outbound"
 	"switchyard/route/sniff"
+	"switchyard/track"
 )
 
 const (
@@ -48,6 +49,7 @@ type session struct {
 	br *bufio.Reader       // requests are parsed from here
 	bw *bufio.Writer       // responses are written here, then flushed
 	up *upstream           // the origin connection kept for the next request
+	us *track.Session      // the session of the user last authenticated; nil while anonymous
 }
 
 func (s *Server) handle(c net.Conn, first []byte) {
@@ -58,6 +60,7 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	ss.lr = &headLimit{r: ss.pr}
 	ss.br = bufio.NewReader(ss.lr)
 	ss.bw = bufio.NewWriter(&timed{Conn: c, idle: forwardIdle})
+	defer ss.leave()
 	defer ss.dropUpstream()
 	ss.run()
 }
@@ -99,6 +102,7 @@ func (ss *session) run() {
 			}
 			continue
 		}
+		ss.enter(user)
 		if req.Method == http.MethodConnect {
 			ss.connect(req, user)
 			return

@@ -10,6 +10,7 @@ import (
 	"switchyard/inbound/internal/serve"
 	"switchyard/netx"
 	"switchyard/protocol/socks5"
+	"switchyard/track"
 )
 
 // handle runs one connection: handshake, then the command.
@@ -26,6 +27,10 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	if !ok {
 		return
 	}
+	// SOCKS5 datagrams travel beside the connection, never across it, so
+	// the session is charged for them.
+	sess := serve.OpenSession(s.conn, track.SessionInfo{User: user, Inbound: s.cfg.Tag, Source: src, ChargeDatagrams: true})
+	defer sess.End()
 	req, err := socks5.ReadRequest(r)
 	if err != nil {
 		log.Debug("socks request refused", "error", err)
@@ -34,7 +39,7 @@ func (s *Server) handle(c net.Conn, first []byte) {
 		}
 		return
 	}
-	flow := netx.Flow{Dst: req.Dst, Src: src, Inbound: s.cfg.Tag, User: user}
+	flow := netx.Flow{Dst: req.Dst, Src: src, Inbound: s.cfg.Tag, User: user, Session: sess.ID()}
 	switch req.Cmd {
 	case socks5.CmdConnect:
 		flow.Network = netx.TCP
