@@ -32,6 +32,10 @@
 #                  "other processes", so every run reads DISTURBED)
 #   BENCH_CPUS     if set, every proxy runs under `taskset -c $BENCH_CPUS`
 #   BENCH_KEEP     if set, keep the work folder (configs, logs, binaries)
+#   BENCH_PPROF    if set (a loopback IP:port), switchyard serves
+#                  net/http/pprof there (SWITCHYARD_PPROF), e.g. to take heap
+#                  profiles at the peak; one case at a time, as the port is
+#                  reused
 #   BENCH_DEST     no effect: the script passes socksbench's -dest itself
 #                  (127.0.0.1, or for wireguard the machine's address)
 set -euo pipefail
@@ -297,7 +301,11 @@ $sy_outbound
 [route]
 final = "proxy"
 EOF
-	launch "$dir/switchyard.log" "$work/switchyard" run -c "$dir/switchyard.toml"
+	sy_env=()
+	if [ -n "${BENCH_PPROF:-}" ]; then
+		sy_env=(env SWITCHYARD_PPROF="$BENCH_PPROF")
+	fi
+	launch "$dir/switchyard.log" "${sy_env[@]}" "$work/switchyard" run -c "$dir/switchyard.toml"
 	sy_pid=$last_pid
 	wait_listening switchyard "$sy_pid" "$sy_port" "$dir/switchyard.log"
 
