@@ -23,9 +23,11 @@
 #
 # Environment:
 #   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2 wireguard")
-#   BENCH_CLIENTS  which anchor clients run beside switchyard, in order
-#                  (default "xray sing-box"; either alone gives the two-column
-#                  table)
+#   BENCH_CLIENTS  which clients run beside switchyard, in order, at most two
+#                  (default "xray sing-box"; one alone gives the two-column
+#                  table); "base" is another switchyard binary,
+#                  BENCH_BASE_BIN, with the same config (e.g. a build of the
+#                  previous commit, to compare a change in one run)
 #   BENCH_ONLY     socksbench phases (default here "up,down,rate")
 #   BENCH_RETRIES  socksbench retries of a disturbed run (default here 0: the
 #                  Xray server is busy in every run and counts among the
@@ -137,8 +139,14 @@ read -r -a clients <<<"${BENCH_CLIENTS:-xray sing-box}"
 for a in "${clients[@]}"; do
 	case "$a" in
 	xray | sing-box) ;;
+	base)
+		if [ ! -x "${BENCH_BASE_BIN:-}" ]; then
+			echo "run.sh: client base needs BENCH_BASE_BIN, a switchyard binary" >&2
+			exit 2
+		fi
+		;;
 	*)
-		echo "run.sh: unknown client $a (want xray or sing-box)" >&2
+		echo "run.sh: unknown client $a (want xray, sing-box or base)" >&2
 		exit 2
 		;;
 	esac
@@ -324,6 +332,14 @@ EOF
 			wait_listening "xray client" "$last_pid" "$xc_port" "$dir/xray-client.log"
 			targets+=(-target "xray=127.0.0.1:$xc_port,$last_pid")
 			names+=" vs xray"
+			;;
+		base)
+			base_port=$(free_port)
+			sed "s/127.0.0.1:$sy_port/127.0.0.1:$base_port/" "$dir/switchyard.toml" >"$dir/base.toml"
+			launch "$dir/base.log" "$BENCH_BASE_BIN" run -c "$dir/base.toml"
+			wait_listening "base switchyard" "$last_pid" "$base_port" "$dir/base.log"
+			targets+=(-target "base=127.0.0.1:$base_port,$last_pid")
+			names+=" vs base"
 			;;
 		sing-box)
 			if [ -z "$sb_outbound" ]; then
