@@ -8,26 +8,35 @@ import (
 
 const idle = 200 * time.Millisecond
 
-// pairs returns the relay's two conns and the peers at their far ends, over
-// TCP (splice) or through a userspace copy.
-func pairs(t *testing.T, userspace bool) (a, b, client, server net.Conn) {
+// How the relay's two conns look to it.
+const (
+	bothTCP  = iota // splice both ways
+	neither         // userspace copies both ways
+	onlyATCP        // userspace copies, a→b from a plain TCP source (as a proxy client's upload)
+)
+
+// pairs returns the relay's two conns and the peers at their far ends.
+func pairs(t *testing.T, mode int) (a, b, client, server net.Conn) {
 	client0, inbound := tcpPair(t)
 	upstream, server0 := tcpPair(t)
-	if userspace {
+	switch mode {
+	case neither:
 		return plainConn{inbound}, plainConn{upstream}, client0, server0
+	case onlyATCP:
+		return inbound, plainConn{upstream}, client0, server0
 	}
 	return inbound, upstream, client0, server0
 }
 
 var paths = []struct {
-	name      string
-	userspace bool
-}{{"splice", false}, {"userspace", true}}
+	name string
+	mode int
+}{{"splice", bothTCP}, {"userspace", neither}, {"userspace from tcp", onlyATCP}}
 
 func TestASilentFlowEndsAfterTheIdleTime(t *testing.T) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			a, b, _, _ := pairs(t, p.userspace)
+			a, b, _, _ := pairs(t, p.mode)
 			start := time.Now()
 			select {
 			case <-relayed(a, b, idle):
@@ -44,7 +53,7 @@ func TestASilentFlowEndsAfterTheIdleTime(t *testing.T) {
 func TestATricklingFlowSurvives(t *testing.T) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			a, b, client, server := pairs(t, p.userspace)
+			a, b, client, server := pairs(t, p.mode)
 			done := relayed(a, b, idle)
 			got := readAll(server)
 			for range 20 { // a byte every 50 ms for 1 s
@@ -77,7 +86,7 @@ func TestATricklingFlowSurvives(t *testing.T) {
 func TestAHalfClosedFlowWaitsForTheAnswer(t *testing.T) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			a, b, client, server := pairs(t, p.userspace)
+			a, b, client, server := pairs(t, p.mode)
 			done := relayed(a, b, idle)
 			serverGot := readAll(server)
 			client.Write([]byte("question"))
@@ -104,7 +113,7 @@ func TestAHalfClosedFlowWaitsForTheAnswer(t *testing.T) {
 func TestAHalfClosedSilentFlowEnds(t *testing.T) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			a, b, client, _ := pairs(t, p.userspace)
+			a, b, client, _ := pairs(t, p.mode)
 			done := relayed(a, b, idle)
 			client.(*net.TCPConn).CloseWrite()
 			select {

@@ -6,6 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// canWaitQueued: the copy path may wait for bytes on a plain TCP source
+// before it takes a buffer.
+const canWaitQueued = true
+
 // waitQueued waits, under the conn's read deadline, until the socket has
 // bytes to read or has reached its end, and returns how many bytes are queued
 // (0 at the end of the stream).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"switchyard/netx"
@@ -19,13 +20,65 @@ import (
 // the relay ends it.
 const DefaultIdle = 5 * time.Minute
 
-// bufSize is the copy buffer of the userspace path.
-const bufSize = 32 * 1024
+// The userspace path copies through one pooled buffer per direction: a
+// small one at first and whenever the source had little to give, the large
+// one once a read fills the small one (or, on a plain TCP source, once more
+// than the small one holds is queued). A direction waiting on a quiet
+// source holds a small buffer, or none when the source is a plain TCP
+// socket (it waits for bytes first, as the splice path does), so an idle
+// flow holds little; a bulk flow reads in large buffers. The buffers come
+// from two sync.Pools, which hold only what flows gave back and are emptied
+// by the garbage collector, so no read allocates in steady state.
+const (
+	bufSize   = 32 * 1024 // the large buffer
+	smallSize = 4 * 1024  // the small buffer; a read of at most this much gives the large one back
+)
 
 // spliceChunk bounds one splice call sequence so byte counts stay current.
 const spliceChunk = 1 << 20
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+var (
+	bufPool   = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+	smallPool = sync.Pool{New: func() any { b := make([]byte, smallSize); return &b }}
+)
+
+// copyBuf is a direction's current buffer and the pool it goes back to.
+type copyBuf struct{ b *[]byte }
+
+func (c *copyBuf) get(large bool) {
+	if large {
+		c.b = bufPool.Get().(*[]byte)
+	} else {
+		c.b = smallPool.Get().(*[]byte)
+	}
+}
+
+func (c *copyBuf) put() {
+	if c.b == nil {
+		return
+	}
+	if len(*c.b) == bufSize {
+		bufPool.Put(c.b)
+	} else {
+		smallPool.Put(c.b)
+	}
+	c.b = nil
+}
+
+// fit swaps the buffer for the next read after a read of n bytes: the large
+// one after a read that filled the small one, the small one after a read
+// of little.
+func (c *copyBuf) fit(n int) {
+	large := len(*c.b) == bufSize
+	switch {
+	case !large && n == len(*c.b):
+		c.put()
+		c.get(true)
+	case large && n <= smallSize:
+		c.put()
+		c.get(false)
+	}
+}
 
 // Path says how one direction was copied.
 type Path uint8
@@ -116,8 +169,9 @@ type direction struct {
 
 	tcpSrc, tcpDst       *net.TCPConn
 	srcLayers, dstLayers []netx.Observed
-	paced                []pacedLayer // the Paced layers of a spliced direction
-	settling             bool         // copying until a Passthrough end is done with its preamble
+	paced                []pacedLayer    // the Paced layers of a spliced direction
+	waitSrc              syscall.RawConn // the copy path's source socket, when reading it is reading src
+	settling             bool            // copying until a Passthrough end is done with its preamble
 }
 
 func (d *direction) poke() {
@@ -181,6 +235,12 @@ func (d *direction) pick() {
 		return
 	}
 	d.path = PathCopy
+	d.waitSrc = nil
+	if okSrc && canWaitQueued {
+		if rc, err := ts.SyscallConn(); err == nil {
+			d.waitSrc = rc
+		}
+	}
 }
 
 func (d *direction) run() error {
@@ -257,21 +317,45 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 }
 
 func (d *direction) copy() error {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+	var buf copyBuf
+	defer buf.put()
 	for {
 		d.arm()
-		n, err := d.src.Read(buf)
+		if buf.b == nil && d.waitSrc != nil {
+			// A plain TCP source: wait for bytes holding no buffer.
+			queued, err := waitQueued(d.waitSrc)
+			switch {
+			case err != nil && isTimeout(err):
+				if d.quiet() {
+					return errIdle
+				}
+				continue
+			case err != nil:
+				return err
+			case queued == 0: // end of stream
+				return nil
+			}
+			buf.get(queued > smallSize)
+		} else if buf.b == nil {
+			buf.get(false)
+		}
+		n, err := d.src.Read(*buf.b)
 		if n > 0 {
 			d.progress()
-			w, werr := d.dst.Write(buf[:n])
+			w, werr := d.dst.Write((*buf.b)[:n])
 			d.n += int64(w)
 			if werr != nil {
 				return werr
 			}
 			if d.settling && err == nil && d.resettle() {
+				// The splice path needs no buffer: give it back for
+				// the rest of the flow.
+				buf.put()
 				return d.splice(d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers)
+			}
+			buf.fit(n)
+			if d.waitSrc != nil && len(*buf.b) == smallSize {
+				buf.put() // little came: wait for the next bytes without it
 			}
 		}
 		switch {

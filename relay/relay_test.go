@@ -95,6 +95,40 @@ func TestObservedCountsAreExact(t *testing.T) {
 }
 
 // A conn that is not TCP beneath its wrappers is copied in userspace.
+// Bulk and small writes both ways through userspace copies, one of them
+// reading a plain TCP source (which it waits on holding no buffer, then
+// reads in the small or the large buffer by what is queued), arrive whole
+// and in order.
+func TestCopiesMoveBulkAndTrickles(t *testing.T) {
+	for _, p := range paths[1:] {
+		t.Run(p.name, func(t *testing.T) {
+			a, b, client, server := pairs(t, p.mode)
+			done := relayed(a, b, time.Minute)
+			serverGot, clientGot := readAll(server), readAll(client)
+			up, down := pattern(3<<20+17, 8), pattern(2<<20+5, 9)
+			go func() {
+				for i := 0; i < len(down); {
+					n := min(len(down)-i, []int{1, 100, 4096, 4097, 64 << 10}[i%5])
+					server.Write(down[i : i+n])
+					i += n
+				}
+				server.(*net.TCPConn).CloseWrite()
+			}()
+			for i := 0; i < len(up); {
+				n := min(len(up)-i, []int{64 << 10, 3, 4096, 5000, 1}[i%5])
+				client.Write(up[i : i+n])
+				i += n
+			}
+			client.(*net.TCPConn).CloseWrite()
+			same(t, "server received", wait(t, serverGot, "the upload"), up)
+			same(t, "client received", wait(t, clientGot, "the download"), down)
+			if res := wait(t, done, "the relay"); res.AToB != int64(len(up)) || res.BToA != int64(len(down)) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
 func TestNonTCPConnsAreCopied(t *testing.T) {
 	client, a := net.Pipe()
 	b, server := net.Pipe()

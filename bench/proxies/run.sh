@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Compares switchyard with Xray as the client of the same Xray server, over
-# the plain proxy protocols: for each case it starts one Xray server (an
-# inbound of that protocol -> freedom), then switchyard and an Xray client,
-# each with a SOCKS5 inbound routed to an outbound of that protocol toward
-# that server, and runs bench/socksbench against the two SOCKS5 ports.
-# Ratios are switchyard/Xray-client. Arguments go to socksbench (e.g.
-# -quick); every socksbench flag also has a BENCH_* environment default.
+# Compares switchyard with Xray and sing-box as clients of the same Xray
+# server, over the plain proxy protocols: for each case it starts one Xray
+# server (an inbound of that protocol -> freedom), then switchyard, an Xray
+# client and a sing-box client, each with a SOCKS5 (sing-box: mixed) inbound
+# routed to an outbound of that protocol toward that server, and runs
+# bench/socksbench against the three SOCKS5 ports. Ratios are switchyard/Xray
+# and switchyard/sing-box; the last row is each client's peak resident
+# memory over the run (VmHWM). Arguments go to socksbench (e.g. -quick);
+# every socksbench flag also has a BENCH_* environment default.
 #
 # Cases:
 #   vless      VLESS over plain TCP
@@ -16,16 +18,26 @@
 #   wireguard  WireGuard over UDP, userspace stacks on every side (TCP flows
 #              only); socksbench's servers listen on the machine's first
 #              non-loopback IPv4 address, as Xray's wireguard inbound drops
-#              packets to a loopback destination
+#              packets to a loopback destination; no sing-box client: the
+#              pinned sing-box is built without with_wireguard
 #
 # Environment:
 #   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2 wireguard")
+#   BENCH_CLIENTS  which clients run beside switchyard, in order, at most two
+#                  (default "xray sing-box"; one alone gives the two-column
+#                  table); "base" is another switchyard binary,
+#                  BENCH_BASE_BIN, with the same config (e.g. a build of the
+#                  previous commit, to compare a change in one run)
 #   BENCH_ONLY     socksbench phases (default here "up,down,rate")
 #   BENCH_RETRIES  socksbench retries of a disturbed run (default here 0: the
 #                  Xray server is busy in every run and counts among the
 #                  "other processes", so every run reads DISTURBED)
 #   BENCH_CPUS     if set, every proxy runs under `taskset -c $BENCH_CPUS`
 #   BENCH_KEEP     if set, keep the work folder (configs, logs, binaries)
+#   BENCH_PPROF    if set (a loopback IP:port), switchyard serves
+#                  net/http/pprof there (SWITCHYARD_PPROF), e.g. to take heap
+#                  profiles at the peak; one case at a time, as the port is
+#                  reused
 #   BENCH_DEST     no effect: the script passes socksbench's -dest itself
 #                  (127.0.0.1, or for wireguard the machine's address)
 set -euo pipefail
@@ -122,6 +134,23 @@ go build -o "$work/socksbench" ./bench/socksbench
 echo "installing peers" >&2
 scripts/peers.sh install
 xray=$(scripts/peers.sh path xray)
+singbox=$(scripts/peers.sh path sing-box)
+read -r -a clients <<<"${BENCH_CLIENTS:-xray sing-box}"
+for a in "${clients[@]}"; do
+	case "$a" in
+	xray | sing-box) ;;
+	base)
+		if [ ! -x "${BENCH_BASE_BIN:-}" ]; then
+			echo "run.sh: client base needs BENCH_BASE_BIN, a switchyard binary" >&2
+			exit 2
+		fi
+		;;
+	*)
+		echo "run.sh: unknown client $a (want xray, sing-box or base)" >&2
+		exit 2
+		;;
+	esac
+done
 
 # A self-signed certificate both clients verify (switchyard with ca_file,
 # Xray with a "verify" certificate), so both pay the same handshake.
@@ -137,22 +166,27 @@ server_tls="\"tlsSettings\":{\"certificates\":[{\"certificateFile\":\"$work/cert
 client_tls="\"tlsSettings\":{\"serverName\":\"$host\",\"certificates\":[{\"usage\":\"verify\",\"certificateFile\":\"$work/cert.pem\"}]}"
 hy2_server_tls="\"tlsSettings\":{\"alpn\":[\"h3\"],\"certificates\":[{\"certificateFile\":\"$work/cert.pem\",\"keyFile\":\"$work/key.pem\"}]}"
 hy2_client_tls="\"tlsSettings\":{\"serverName\":\"$host\",\"alpn\":[\"h3\"],\"certificates\":[{\"usage\":\"verify\",\"certificateFile\":\"$work/cert.pem\"}]}"
+sb_tls="\"tls\":{\"enabled\":true,\"server_name\":\"$host\",\"certificate_path\":\"$work/cert.pem\"}"
+sb_hy2_tls="\"tls\":{\"enabled\":true,\"server_name\":\"$host\",\"alpn\":[\"h3\"],\"certificate_path\":\"$work/cert.pem\"}"
 sy_tls="tls = { server_name = \"$host\", ca_file = \"$work/cert.pem\" }"
 
 # case_configs CASE PORT: sets label, udp (1 if the server listens on UDP),
 # dest (the address socksbench's servers listen on), server_inbound (the Xray
 # server's inbound object, minus listen and port), client_outbound (the Xray
-# client's outbound object) and sy_outbound (the keys of switchyard's
-# outbound after type).
+# client's outbound object), sb_outbound (the sing-box client's outbound
+# object, empty where sing-box has none) and sy_outbound (the keys of
+# switchyard's outbound after type).
 case_configs() {
 	local c=$1 port=$2
 	udp=0
 	dest=127.0.0.1
+	sb_outbound=""
 	case "$c" in
 	vless)
 		label="vless over tcp"
 		server_inbound="\"protocol\":\"vless\",\"settings\":{\"clients\":[{\"id\":\"$uuid\"}],\"decryption\":\"none\"},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"none\"}"
 		client_outbound="{\"protocol\":\"vless\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"encryption\":\"none\"}]}]}}"
+		sb_outbound="{\"type\":\"vless\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"uuid\":\"$uuid\"}"
 		sy_outbound="type = \"vless\"
 server = \"127.0.0.1:$port\"
 uuid = \"$uuid\""
@@ -161,6 +195,7 @@ uuid = \"$uuid\""
 		label="vmess aes-128-gcm over tcp"
 		server_inbound="\"protocol\":\"vmess\",\"settings\":{\"clients\":[{\"id\":\"$uuid\",\"alterId\":0}]}"
 		client_outbound="{\"protocol\":\"vmess\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"alterId\":0,\"security\":\"aes-128-gcm\"}]}]}}"
+		sb_outbound="{\"type\":\"vmess\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"uuid\":\"$uuid\",\"alter_id\":0,\"security\":\"aes-128-gcm\",\"global_padding\":true}"
 		sy_outbound="type = \"vmess\"
 server = \"127.0.0.1:$port\"
 uuid = \"$uuid\"
@@ -170,6 +205,7 @@ security = \"aes-128-gcm\""
 		label="trojan over tls"
 		server_inbound="\"protocol\":\"trojan\",\"settings\":{\"clients\":[{\"password\":\"$password\"}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"tls\",$server_tls}"
 		client_outbound="{\"protocol\":\"trojan\",\"settings\":{\"servers\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"password\":\"$password\"}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"tls\",$client_tls}}"
+		sb_outbound="{\"type\":\"trojan\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"password\":\"$password\",$sb_tls}"
 		sy_outbound="type = \"trojan\"
 server = \"127.0.0.1:$port\"
 password = \"$password\"
@@ -179,6 +215,7 @@ $sy_tls"
 		label="shadowsocks $ss_method over tcp"
 		server_inbound="\"protocol\":\"shadowsocks\",\"settings\":{\"method\":\"$ss_method\",\"password\":\"$ss_key\",\"network\":\"tcp\"}"
 		client_outbound="{\"protocol\":\"shadowsocks\",\"settings\":{\"servers\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"method\":\"$ss_method\",\"password\":\"$ss_key\"}]}}"
+		sb_outbound="{\"type\":\"shadowsocks\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"method\":\"$ss_method\",\"password\":\"$ss_key\"}"
 		sy_outbound="type = \"shadowsocks\"
 server = \"127.0.0.1:$port\"
 method = \"$ss_method\"
@@ -189,6 +226,7 @@ password = \"$ss_key\""
 		udp=1
 		server_inbound="\"protocol\":\"hysteria\",\"settings\":{\"version\":2,\"clients\":[{\"auth\":\"$password\"}]},\"streamSettings\":{\"network\":\"hysteria\",\"hysteriaSettings\":{\"version\":2},\"security\":\"tls\",$hy2_server_tls}"
 		client_outbound="{\"protocol\":\"hysteria\",\"settings\":{\"version\":2,\"address\":\"127.0.0.1\",\"port\":$port},\"streamSettings\":{\"network\":\"hysteria\",\"hysteriaSettings\":{\"version\":2,\"auth\":\"$password\"},\"security\":\"tls\",$hy2_client_tls}}"
+		sb_outbound="{\"type\":\"hysteria2\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"password\":\"$password\",$sb_hy2_tls}"
 		sy_outbound="type = \"hysteria2\"
 server = \"127.0.0.1:$port\"
 password = \"$password\"
@@ -226,6 +264,7 @@ allowed_ips = [\"0.0.0.0/0\", \"::/0\"]"
 echo "host: $(nproc) CPUs, $(uname -sr), $(go version | cut -d' ' -f3), ulimit -n $(ulimit -n)"
 echo "switchyard: $("$work/switchyard" version 2>&1 | head -n1)"
 echo "xray: $("$xray" version 2>&1 | head -n1)"
+echo "sing-box: $("$singbox" version 2>&1 | head -n1)"
 status=0
 read -r -a cases <<<"${BENCH_CASES:-vless vmess trojan ss hysteria2 wireguard}"
 for c in "${cases[@]}"; do
@@ -270,23 +309,60 @@ $sy_outbound
 [route]
 final = "proxy"
 EOF
-	launch "$dir/switchyard.log" "$work/switchyard" run -c "$dir/switchyard.toml"
+	sy_env=()
+	if [ -n "${BENCH_PPROF:-}" ]; then
+		sy_env=(env SWITCHYARD_PPROF="$BENCH_PPROF")
+	fi
+	launch "$dir/switchyard.log" "${sy_env[@]}" "$work/switchyard" run -c "$dir/switchyard.toml"
 	sy_pid=$last_pid
 	wait_listening switchyard "$sy_pid" "$sy_port" "$dir/switchyard.log"
 
-	xc_port=$(free_port)
-	cat >"$dir/client.json" <<EOF
+	targets=(-target "switchyard=127.0.0.1:$sy_port,$sy_pid")
+	names=switchyard
+	for a in "${clients[@]}"; do
+		case "$a" in
+		xray)
+			xc_port=$(free_port)
+			cat >"$dir/client.json" <<EOF
 {"log":{"loglevel":"warning","access":"none"},
  "inbounds":[{"listen":"127.0.0.1","port":$xc_port,"protocol":"socks","settings":{"auth":"noauth","udp":false}}],
  "outbounds":[$client_outbound]}
 EOF
-	launch "$dir/xray-client.log" "$xray" run -c "$dir/client.json"
-	xc_pid=$last_pid
-	wait_listening "xray client" "$xc_pid" "$xc_port" "$dir/xray-client.log"
+			launch "$dir/xray-client.log" "$xray" run -c "$dir/client.json"
+			wait_listening "xray client" "$last_pid" "$xc_port" "$dir/xray-client.log"
+			targets+=(-target "xray=127.0.0.1:$xc_port,$last_pid")
+			names+=" vs xray"
+			;;
+		base)
+			base_port=$(free_port)
+			sed "s/127.0.0.1:$sy_port/127.0.0.1:$base_port/" "$dir/switchyard.toml" >"$dir/base.toml"
+			launch "$dir/base.log" "$BENCH_BASE_BIN" run -c "$dir/base.toml"
+			wait_listening "base switchyard" "$last_pid" "$base_port" "$dir/base.log"
+			targets+=(-target "base=127.0.0.1:$base_port,$last_pid")
+			names+=" vs base"
+			;;
+		sing-box)
+			if [ -z "$sb_outbound" ]; then
+				echo "run.sh: $c: no sing-box client (the pinned sing-box is built without with_wireguard)" >&2
+				continue
+			fi
+			sb_port=$(free_port)
+			cat >"$dir/sing-box-client.json" <<EOF
+{"log":{"level":"warn"},
+ "inbounds":[{"type":"mixed","listen":"127.0.0.1","listen_port":$sb_port}],
+ "outbounds":[$sb_outbound]}
+EOF
+			launch "$dir/sing-box-client.log" "$singbox" run -c "$dir/sing-box-client.json"
+			wait_listening "sing-box client" "$last_pid" "$sb_port" "$dir/sing-box-client.log"
+			targets+=(-target "sing-box=127.0.0.1:$sb_port,$last_pid")
+			names+=" vs sing-box"
+			;;
+		esac
+	done
 
 	echo
-	echo "== $label: switchyard vs xray, both clients of one xray server"
-	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" -dest "$dest" "$@" || status=$?
+	echo "== $label: $names, clients of one xray server"
+	"$work/socksbench" "${targets[@]}" -dest "$dest" "$@" || status=$?
 
 	for log in "$dir"/*.log; do
 		# Xray warns at start that Trojan and Shadowsocks are deprecated

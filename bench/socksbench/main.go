@@ -10,9 +10,10 @@
 //
 //	socksbench -target NAME=ADDR,PID [-target NAME=ADDR,PID] [flags]
 //
-// The first target is the subject and the second the baseline; ratios are
-// subject/baseline. Every flag has an environment default (BENCH_*), see
-// -help.
+// The first target is the subject and every further one (at most two) a
+// baseline; ratios are subject/baseline, one column per baseline. At the
+// end it reads each target's peak resident memory over its whole life
+// (VmHWM). Every flag has an environment default (BENCH_*), see -help.
 package main
 
 import (
@@ -50,6 +51,9 @@ type config struct {
 // fresh (memory a process freed but kept would otherwise absorb the new
 // connections and hide their cost), then the timed measurements in rounds.
 var allPhases = []string{"mem", "up", "down", "rate"}
+
+// maxTargets is the subject and up to two baselines.
+const maxTargets = 3
 
 type targetFlag []target
 
@@ -116,7 +120,7 @@ func parseFlags(args []string) (*config, error) {
 		dest    string
 		quick   bool
 	)
-	fs.Var(&targets, "target", "a proxy to measure, `NAME=ADDR,PID` (SOCKS5 listen address, process id); give one or two, the first is the subject, ratios are first/second")
+	fs.Var(&targets, "target", "a proxy to measure, `NAME=ADDR,PID` (SOCKS5 listen address, process id); give one to three, the first is the subject, ratios are first/each other")
 	fs.DurationVar(&c.bulk, "bulk", envDuration("BENCH_BULK", 10*time.Second), "measured time of each bulk run, per direction (env BENCH_BULK)")
 	fs.DurationVar(&c.rate, "rate", envDuration("BENCH_RATE", 10*time.Second), "measured time of each connection-rate run (env BENCH_RATE)")
 	fs.DurationVar(&c.warmup, "warmup", envDuration("BENCH_WARMUP", time.Second), "unmeasured lead-in of every timed run (env BENCH_WARMUP)")
@@ -136,8 +140,8 @@ func parseFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if len(targets) < 1 || len(targets) > 2 {
-		return nil, fmt.Errorf("give one or two -target flags")
+	if len(targets) < 1 || len(targets) > maxTargets {
+		return nil, fmt.Errorf("give one to %d -target flags", maxTargets)
 	}
 	c.targets = targets
 	ip, err := netip.ParseAddr(dest)
@@ -228,6 +232,7 @@ type results struct {
 	up, down []bulkResult
 	rate     []rateResult
 	mem      []memBatch
+	peakKiB  int64 // VmHWM at the end of the run; 0 if unreadable
 	errs     []string
 }
 
@@ -360,6 +365,14 @@ func run(c *config, w io.Writer) error {
 	if n := s.waitDrained(5 * time.Second); n > 0 {
 		fmt.Fprintf(w, "warning: %d server-side connections still open at the end\n", n)
 	}
+	for i, t := range c.targets {
+		peak, err := procPeakRSS(t.pid)
+		if err != nil {
+			res[i].errs = append(res[i].errs, "peak RSS: "+err.Error())
+			continue
+		}
+		res[i].peakKiB = peak
+	}
 	fmt.Fprintln(w)
 	report(w, c, res)
 	if disturbed > 0 {
@@ -395,6 +408,7 @@ type summary struct {
 	upCPU, downCPU, rateCPU float64
 	p50, p99                time.Duration
 	memKiB, fds             float64
+	peakMiB                 float64
 	has                     map[string]bool
 	disturbed               map[string]bool // the run behind the figure was DISTURBED
 }
@@ -431,6 +445,10 @@ func summarize(r *results) summary {
 		s.memKiB, s.fds = median(mem), median(fds)
 		s.has["mem"] = true
 	}
+	if r.peakKiB > 0 {
+		s.peakMiB = float64(r.peakKiB) / 1024
+		s.has["peak"] = true
+	}
 	return s
 }
 
@@ -448,13 +466,17 @@ func report(w io.Writer, c *config, res []*results) {
 	for i, r := range res {
 		sums[i] = summarize(r)
 	}
-	two := len(c.targets) == 2
+	base := len(c.targets) - 1 // baselines: targets 1..base
 	how := fmt.Sprintf("best run of %d round(s)", c.rounds)
 	if c.retries > 0 {
 		how += fmt.Sprintf(", a disturbed run retried up to %d times", c.retries)
 	}
-	if two {
-		how += fmt.Sprintf("; ratio = %s/%s", c.targets[0].name, c.targets[1].name)
+	for j := 1; j <= base; j++ {
+		sep := "; "
+		if j > 1 {
+			sep = ", "
+		}
+		how += fmt.Sprintf("%s%s = %s/%s", sep, ratioHead(c, j), c.targets[0].name, c.targets[j].name)
 	}
 	fmt.Fprintf(w, "results (%s)\n", how)
 
@@ -463,8 +485,11 @@ func report(w io.Writer, c *config, res []*results) {
 	for _, t := range c.targets {
 		head += t.name + "\t"
 	}
-	if two {
-		head += "ratio\tbetter\t"
+	for j := 1; j <= base; j++ {
+		head += ratioHead(c, j) + "\t"
+	}
+	if base > 0 {
+		head += "better\t"
 	}
 	fmt.Fprintln(tw, head)
 
@@ -485,10 +510,11 @@ func report(w io.Writer, c *config, res []*results) {
 		{"rate", "proxy CPU us per connection", func(s summary) float64 { return s.rateCPU }, "%.0f", "lower"},
 		{"mem", fmt.Sprintf("KiB RSS per idle conn (%d)", c.conns), func(s summary) float64 { return s.memKiB }, "%.1f", "lower"},
 		{"mem", "open fds per idle conn", func(s summary) float64 { return s.fds }, "%.1f", "lower"},
+		{"peak", "peak RSS MiB (VmHWM, whole run)", func(s summary) float64 { return s.peakMiB }, "%.1f", "lower"},
 	}
 	starred := false
 	for _, rw := range rows {
-		if !c.only[rw.phase] {
+		if rw.phase != "peak" && !c.only[rw.phase] {
 			continue
 		}
 		line := rw.label + "\t"
@@ -503,8 +529,11 @@ func report(w io.Writer, c *config, res []*results) {
 				line += "error\t"
 			}
 		}
-		if two {
-			line += ratioText(sums, rw.phase, rw.val) + "\t" + rw.better + "\t"
+		for j := 1; j <= base; j++ {
+			line += ratioText(sums, j, rw.phase, rw.val) + "\t"
+		}
+		if base > 0 {
+			line += rw.better + "\t"
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -518,12 +547,24 @@ func report(w io.Writer, c *config, res []*results) {
 			fmt.Fprintf(w, "error: %s: %s\n", c.targets[i].name, e)
 		}
 	}
-	if !two {
-		return
+	for j := 1; j <= base; j++ {
+		targetsMet(w, c, sums, j)
 	}
+}
+
+// ratioHead names the ratio column of baseline j: "ratio" when there is
+// one baseline, as the report always read, else "/NAME".
+func ratioHead(c *config, j int) string {
+	if len(c.targets) == 2 {
+		return "ratio"
+	}
+	return "/" + c.targets[j].name
+}
+
+// targetsMet prints the subject's targets against baseline j.
+func targetsMet(w io.Writer, c *config, sums []summary, j int) {
 	fmt.Fprintln(w)
-	a, b := c.targets[0].name, c.targets[1].name
-	fmt.Fprintf(w, "targets (%s vs %s):\n", a, b)
+	fmt.Fprintf(w, "targets (%s vs %s):\n", c.targets[0].name, c.targets[j].name)
 	if c.only["up"] || c.only["down"] {
 		var parts []string
 		met := true
@@ -537,34 +578,39 @@ func report(w io.Writer, c *config, res []*results) {
 			if !c.only[p.phase] {
 				continue
 			}
-			r, ok := ratio(sums, p.phase, p.val)
-			parts = append(parts, p.name+" "+ratioText(sums, p.phase, p.val))
+			r, ok := ratio(sums, j, p.phase, p.val)
+			parts = append(parts, p.name+" "+ratioText(sums, j, p.phase, p.val))
 			met = met && ok && r >= 1.0
 		}
 		fmt.Fprintf(w, "  throughput >= 1.0x:                 %-32s %s\n", strings.Join(parts, ", "), verdict(met))
 	}
 	if c.only["rate"] {
-		r, ok := ratio(sums, "rate", func(s summary) float64 { return s.rate })
-		fmt.Fprintf(w, "  connection rate >= 1.0x:            %-32s %s\n",
-			ratioText(sums, "rate", func(s summary) float64 { return s.rate }), verdict(ok && r >= 1.0))
+		val := func(s summary) float64 { return s.rate }
+		r, ok := ratio(sums, j, "rate", val)
+		fmt.Fprintf(w, "  connection rate >= 1.0x:            %-32s %s\n", ratioText(sums, j, "rate", val), verdict(ok && r >= 1.0))
 	}
 	if c.only["mem"] {
 		val := func(s summary) float64 { return s.memKiB }
-		r, ok := ratio(sums, "mem", val)
+		r, ok := ratio(sums, j, "mem", val)
 		fmt.Fprintf(w, "  memory per idle conn <= 0.7x:       %-32s %s (lower is better)\n",
-			ratioText(sums, "mem", val), verdict(ok && r <= 0.7))
+			ratioText(sums, j, "mem", val), verdict(ok && r <= 0.7))
 	}
+	val := func(s summary) float64 { return s.peakMiB }
+	r, ok := ratio(sums, j, "peak", val)
+	fmt.Fprintf(w, "  peak RSS <= 1.0x:                   %-32s %s (lower is better)\n",
+		ratioText(sums, j, "peak", val), verdict(ok && r <= 1.0))
 }
 
-func ratio(sums []summary, phase string, val func(summary) float64) (float64, bool) {
-	if !sums[0].has[phase] || !sums[1].has[phase] || val(sums[1]) <= 0 {
+// ratio is the subject's figure over baseline j's.
+func ratio(sums []summary, j int, phase string, val func(summary) float64) (float64, bool) {
+	if !sums[0].has[phase] || !sums[j].has[phase] || val(sums[j]) <= 0 {
 		return 0, false
 	}
-	return val(sums[0]) / val(sums[1]), true
+	return val(sums[0]) / val(sums[j]), true
 }
 
-func ratioText(sums []summary, phase string, val func(summary) float64) string {
-	r, ok := ratio(sums, phase, val)
+func ratioText(sums []summary, j int, phase string, val func(summary) float64) string {
+	r, ok := ratio(sums, j, phase, val)
 	if !ok {
 		return "n/a"
 	}

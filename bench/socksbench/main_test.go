@@ -158,6 +158,7 @@ func TestRunAgainstMiniProxy(t *testing.T) {
 	for _, want := range []string{
 		"upload MiB/s", "download MiB/s", "connections/s", "p99 connect-to-first-byte",
 		"KiB RSS per idle conn", "throughput >= 1.0x", "connection rate >= 1.0x", "memory per idle conn <= 0.7x",
+		"peak RSS MiB (VmHWM", "peak RSS <= 1.0x",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
@@ -165,6 +166,42 @@ func TestRunAgainstMiniProxy(t *testing.T) {
 	}
 	if strings.Contains(text, "error") || strings.Contains(text, "failed") {
 		t.Errorf("report shows errors")
+	}
+}
+
+// TestReportThreeTargets checks that a subject with two baselines gets a
+// ratio column and a targets section for each, peak RSS included.
+func TestReportThreeTargets(t *testing.T) {
+	c, err := parseFlags([]string{
+		"-target", "a=127.0.0.1:1,1", "-target", "b=127.0.0.1:2,1", "-target", "c=127.0.0.1:3,1",
+		"-only", "up,rate",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := []*results{
+		{up: []bulkResult{{MiBps: 200}}, rate: []rateResult{{PerSec: 100, Count: 1}}, peakKiB: 50 << 10},
+		{up: []bulkResult{{MiBps: 100}}, rate: []rateResult{{PerSec: 100, Count: 1}}, peakKiB: 100 << 10},
+		{up: []bulkResult{{MiBps: 400}}, rate: []rateResult{{PerSec: 50, Count: 1}}, peakKiB: 25 << 10},
+	}
+	var out bytes.Buffer
+	report(&out, c, res)
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{
+		"/b = a/b, /c = a/c", "targets (a vs b):", "targets (a vs c):",
+		"2.00x", "0.50x", "peak RSS MiB (VmHWM, whole run)", "peak RSS <= 1.0x",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(text, "NOT MET"); n != 2 { // a vs c: upload, peak
+		t.Errorf("%d targets NOT MET, want 2", n)
+	}
+	if _, err := parseFlags([]string{"-target", "a=127.0.0.1:1,1", "-target", "b=127.0.0.1:2,1",
+		"-target", "c=127.0.0.1:3,1", "-target", "d=127.0.0.1:4,1"}); err == nil {
+		t.Error("four targets accepted")
 	}
 }
 

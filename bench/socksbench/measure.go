@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -386,13 +387,20 @@ func settledRSS(pid int) (int64, time.Duration, error) {
 }
 
 // procRSS reads VmRSS (KiB) from /proc/<pid>/status.
-func procRSS(pid int) (int64, error) {
+func procRSS(pid int) (int64, error) { return procStatusKiB(pid, "VmRSS:") }
+
+// procPeakRSS reads VmHWM (KiB) from /proc/<pid>/status: the largest
+// resident set the process has had since it started.
+func procPeakRSS(pid int) (int64, error) { return procStatusKiB(pid, "VmHWM:") }
+
+// procStatusKiB reads one "Key: N kB" line of /proc/<pid>/status.
+func procStatusKiB(pid int, key string) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
 	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, []byte(key))
 		if !ok {
 			continue
 		}
@@ -402,7 +410,7 @@ func procRSS(pid int) (int64, error) {
 		}
 		return strconv.ParseInt(string(f[0]), 10, 64)
 	}
-	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+	return 0, errors.New("no " + strings.TrimSuffix(key, ":") + " in /proc/" + strconv.Itoa(pid) + "/status")
 }
 
 // procFDs counts the process's open descriptors, or returns 0 when

@@ -42,6 +42,7 @@ func runCmd() *cobra.Command {
 			}
 			log := newLogger(s.Log, os.Stderr)
 			slog.SetDefault(log)
+			servePprof(log)
 			return serve(s, func() (*spec.Spec, error) { return load(path) }, log)
 		},
 	}

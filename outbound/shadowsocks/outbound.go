@@ -88,8 +88,9 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 
 // handshake writes the request on its own, under ctx.
 func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*stream, error) {
-	stage := make([]byte, 0, startBuf)
-	req, sealer, resp, err := o.cipher.Request(stage, dst)
+	stage := getStage(startBuf)
+	defer putStage(stage) // the write below is over when handshake returns
+	req, sealer, resp, err := o.cipher.Request(*stage, dst)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (o *Outbound) handshake(ctx context.Context, up net.Conn, dst netx.Addr) (*
 	if err != nil {
 		return nil, fmt.Errorf("send the request: %w", err)
 	}
-	return &stream{Conn: up, up: sealer, stage: req[:0], size: o.cipher.Method().BufSize(), down: resp.NewReader(up, make([]byte, startBuf))}, nil
+	return &stream{Conn: up, up: sealer, size: o.cipher.Method().BufSize(), down: resp.NewReader(up, make([]byte, startBuf))}, nil
 }
 
 // DialPacket binds a UDP socket of the family of the server's first usable

@@ -16,6 +16,7 @@ import (
 
 	"switchyard/netx"
 	"switchyard/outbound"
+	ss "switchyard/protocol/shadowsocks"
 	"switchyard/spec"
 )
 
@@ -161,9 +162,10 @@ func TestHandshakeHonoursContext(t *testing.T) {
 	}
 }
 
-// A flow stages its writes in a small buffer until a write needs more; it
-// then stages in one of the method's BufSize.
-func TestTheStagingBufferGrowsWithTheWrites(t *testing.T) {
+// A write stages in a small buffer when it fits one, else in one of the
+// method's BufSize, taken for that write only: writes of every size echo
+// whole, and a flow holds no staging buffer between writes.
+func TestTheStagingBufferFitsEachWrite(t *testing.T) {
 	srv := startAEADServer(t, "secret")
 	o := build(t, srv.ln.Addr().String(), "aes-128-gcm", "secret")
 	c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.Addr{IP: netip.MustParseAddr("198.51.100.9"), Port: 443}})
@@ -173,16 +175,52 @@ func TestTheStagingBufferGrowsWithTheWrites(t *testing.T) {
 	defer c.Close()
 	s := c.(*stream)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	for _, tc := range []struct{ write, capacity int }{{100, startBuf}, {startBuf - 100, startBuf}, {startBuf, s.size}, {10, s.size}} {
+	for _, tc := range []struct{ write, stage int }{
+		{100, startBuf}, {startBuf - ss.RecordOverhead, startBuf}, {startBuf, s.size}, {10, startBuf}, {3 * s.size, s.size},
+	} {
+		if got := s.stageSize(tc.write); got != tc.stage {
+			t.Fatalf("a write of %d bytes stages in %d, want %d", tc.write, got, tc.stage)
+		}
 		p := make([]byte, tc.write)
+		for i := range p {
+			p[i] = byte(i)
+		}
 		if _, err := c.Write(p); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.ReadFull(c, p); err != nil {
+		got := make([]byte, tc.write)
+		if _, err := io.ReadFull(c, got); err != nil {
 			t.Fatalf("echo of %d bytes: %v", tc.write, err)
 		}
-		if cap(s.stage) != tc.capacity {
-			t.Fatalf("after a write of %d bytes the staging buffer holds %d, want %d", tc.write, cap(s.stage), tc.capacity)
+		if !bytes.Equal(got, p) {
+			t.Fatalf("echo of %d bytes differs", tc.write)
 		}
 	}
 }
+
+// Writes in steady state allocate nothing, small or large.
+func TestWritesDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own, and drops pooled items")
+	}
+	c, err := ss.New("2022-blake3-aes-128-gcm", "AAAAAAAAAAAAAAAAAAAAAA==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sealer, _, err := c.Request(nil, netx.Addr{IP: netip.MustParseAddr("198.51.100.9"), Port: 443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stream{Conn: discardConn{}, up: sealer, size: c.Method().BufSize()}
+	small, large := make([]byte, 1000), make([]byte, 100<<10)
+	s.Write(small)
+	s.Write(large)
+	if n := testing.AllocsPerRun(100, func() { s.Write(small); s.Write(large) }); n != 0 {
+		t.Fatalf("%.1f allocations per pair of writes", n)
+	}
+}
+
+// discardConn is a net.Conn whose writes go nowhere.
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(p []byte) (int, error) { return len(p), nil }

@@ -3,28 +3,75 @@ package shadowsocks
 import (
 	"errors"
 	"net"
+	"sync"
 
 	ss "switchyard/protocol/shadowsocks"
 )
 
 // stream is one TCP flow through the server: Write seals the upload in
-// chunks staged in one buffer, Read opens the download through another.
-// Read and Write may run at the same time; each is called by one goroutine
-// at a time, as the relay does.
+// chunks staged in a pooled buffer, Read opens the download through the
+// flow's read buffer. Read and Write may run at the same time; each is
+// called by one goroutine at a time, as the relay does.
 type stream struct {
 	net.Conn // the transport to the server
 	up       *ss.Sealer
-	stage    []byte // one write of sealed chunks: startBuf, then size, of capacity
-	size     int    // the method's BufSize
+	size     int // the method's BufSize
 	down     *ss.Reader
 	werr     error // sticky: a failed write leaves the chunk stream broken
 }
 
-// startBuf is the capacity each buffer of a flow starts with; a buffer grows
-// to the method's BufSize once the flow moves more at a time (the reader's
-// rule is on ss.Reader; the staging buffer grows at the first write that
-// does not fit it). A flow that moves little holds little.
+// startBuf is the capacity the read buffer of a flow starts with (it grows
+// to the method's BufSize once the flow moves more at a time, by ss.Reader's
+// rule), and the staging buffer of a write that fits it. A flow that moves
+// little holds little.
 const startBuf = 4 << 10
+
+// A write stages its sealed chunks in a buffer taken from the pool of its
+// size for that write only: startBuf when the write fits it, else the
+// method's BufSize. No flow holds a staging buffer between writes, and the
+// pools hold only what writes gave back (sync.Pool, emptied by the garbage
+// collector), so a write allocates nothing in steady state.
+var stagePools = [...]struct {
+	size int
+	pool sync.Pool
+}{{size: startBuf}, {size: ss.BufAEAD}, {size: ss.Buf2022}}
+
+func init() {
+	for i := range stagePools {
+		size := stagePools[i].size
+		stagePools[i].pool.New = func() any { b := make([]byte, 0, size); return &b }
+	}
+}
+
+// stageSize is the staging buffer of a write of n bytes.
+func (s *stream) stageSize(n int) int {
+	if n+ss.RecordOverhead <= startBuf {
+		return startBuf
+	}
+	return s.size
+}
+
+// getStage returns an empty buffer of capacity size from its pool.
+func getStage(size int) *[]byte {
+	for i := range stagePools {
+		if stagePools[i].size == size {
+			return stagePools[i].pool.Get().(*[]byte)
+		}
+	}
+	b := make([]byte, 0, size) // no method has another size
+	return &b
+}
+
+// putStage gives b back to the pool of its capacity.
+func putStage(b *[]byte) {
+	for i := range stagePools {
+		if stagePools[i].size == cap(*b) {
+			*b = (*b)[:0]
+			stagePools[i].pool.Put(b)
+			return
+		}
+	}
+}
 
 func (s *stream) Read(p []byte) (int, error) { return s.down.Read(p) }
 
@@ -34,12 +81,11 @@ func (s *stream) Write(p []byte) (int, error) {
 	if s.werr != nil {
 		return 0, s.werr
 	}
-	if cap(s.stage) < s.size && len(p)+ss.RecordOverhead > cap(s.stage) {
-		s.stage = make([]byte, 0, s.size)
-	}
+	stage := getStage(s.stageSize(len(p)))
+	defer putStage(stage)
 	done := 0
 	for done < len(p) {
-		out, n := s.up.Seal(s.stage[:0], p[done:])
+		out, n := s.up.Seal((*stage)[:0], p[done:])
 		if _, err := s.Conn.Write(out); err != nil {
 			s.werr = err
 			return done, err

@@ -1,0 +1,5 @@
+//go:build !race
+
+package shadowsocks
+
+const raceEnabled = false
