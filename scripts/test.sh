@@ -14,9 +14,9 @@ go test -race -timeout 25m -count=1 ./... "$@"
 # Allocation counts mean nothing under the race detector (it allocates on
 # its own), so these tests skip there. Run them again without it, and fail
 # if one of them did not run.
-alloc_tests=(TestSteadyStateAllocations TestWritePacketAddsNoAllocation)
+alloc_tests=(TestSteadyStateAllocations TestWritePacketAddsNoAllocation TestWritesDoNotAllocate TestCopyBufFitAllocs)
 alloc_run="^($(IFS='|'; echo "${alloc_tests[*]}"))\$"
-if ! out=$(go test -count=1 -v -run "$alloc_run" ./transport/ ./outbound/wireguard/ 2>&1); then
+if ! out=$(go test -count=1 -v -run "$alloc_run" ./transport/ ./outbound/wireguard/ ./outbound/shadowsocks/ ./relay/ 2>&1); then
 	echo "$out"
 	exit 1
 fi
