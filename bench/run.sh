@@ -9,6 +9,9 @@
 # Environment:
 #   BENCH_TARGETS   which proxies to start, in order (default "switchyard xray";
 #                   the first is the subject, ratios are first/second)
+#                   "base" is BENCH_BASE_BIN, another switchyard binary with
+#                   the same config (a build of an earlier commit, to see
+#                   what a change costs in one run)
 #   BENCH_CPUS      if set, both proxies run under `taskset -c $BENCH_CPUS`
 #   BENCH_KEEP      if set, keep the work folder (configs, logs, binaries)
 set -euo pipefail
@@ -113,14 +116,42 @@ EOF
 	bench_args+=(-target "xray=127.0.0.1:$port,$last_pid")
 }
 
+# start_base runs BENCH_BASE_BIN, another switchyard binary (say, a build of
+# an earlier commit), with the same configuration as switchyard's.
+start_base() {
+	if [ ! -x "${BENCH_BASE_BIN:-}" ]; then
+		echo "run.sh: target base needs BENCH_BASE_BIN, a switchyard binary" >&2
+		exit 2
+	fi
+	local port
+	port=$(free_port)
+	cat >"$work/base.toml" <<EOF
+[log]
+level = "warn"
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:$port"
+
+[route]
+final = "direct"
+EOF
+	launch "$work/base.log" "$BENCH_BASE_BIN" run -c "$work/base.toml"
+	wait_listening base "$last_pid" "$port" "$work/base.log"
+	versions+=("base: $(first_line "$BENCH_BASE_BIN" version)")
+	bench_args+=(-target "base=127.0.0.1:$port,$last_pid")
+}
+
 versions=()
 bench_args=()
 for t in "${targets[@]}"; do
 	case "$t" in
 	switchyard) start_switchyard ;;
 	xray) start_xray ;;
+	base) start_base ;;
 	*)
-		echo "run.sh: unknown target $t (want switchyard or xray)" >&2
+		echo "run.sh: unknown target $t (want switchyard, xray or base)" >&2
 		exit 2
 		;;
 	esac
