@@ -25,7 +25,6 @@ type streamConn struct {
 	pending []byte // the rest of the last chunk read
 
 	enc  *protocol.Encoder
-	wbuf []byte
 	werr error
 
 	closeOnce sync.Once
@@ -33,11 +32,35 @@ type streamConn struct {
 }
 
 func newStreamConn(c net.Conn, s *protocol.Session) *streamConn {
-	sc := &streamConn{Conn: c, rd: newFrameReader(c, s), enc: s.NewEncoder()}
-	if sc.enc.Framed() {
-		sc.wbuf = make([]byte, 0, startBuf)
+	return &streamConn{Conn: c, rd: newFrameReader(c, s), enc: s.NewEncoder()}
+}
+
+// A write stages its sealed chunks in a buffer taken for that write only:
+// startBuf when the write fits it, else bufSize. No flow holds a staging
+// buffer between writes, and the pools keep only what writes gave back
+// (sync.Pool, emptied by the garbage collector), so a write allocates
+// nothing in steady state.
+var (
+	smallStages = sync.Pool{New: func() any { b := make([]byte, 0, startBuf); return &b }}
+	largeStages = sync.Pool{New: func() any { b := make([]byte, 0, bufSize); return &b }}
+)
+
+// getStage returns an empty staging buffer for a write of n bytes.
+func getStage(n int) *[]byte {
+	if n+protocol.ChunkOverhead <= startBuf {
+		return smallStages.Get().(*[]byte)
 	}
-	return sc
+	return largeStages.Get().(*[]byte)
+}
+
+// putStage gives a staging buffer back to its pool.
+func putStage(bp *[]byte) {
+	*bp = (*bp)[:0]
+	if cap(*bp) == startBuf {
+		smallStages.Put(bp)
+	} else {
+		largeStages.Put(bp)
+	}
 }
 
 // Read returns the server's payload. The response header is opened on the
@@ -75,8 +98,7 @@ func (c *streamConn) Read(p []byte) (int, error) {
 
 // Write seals p in chunks of at most the encoder's MaxPayload (8 KiB, as
 // Xray's client frames them), as many as fit the staging buffer per write
-// to the upstream. The staging buffer starts at startBuf and grows to bufSize
-// at the first write that does not fit it.
+// to the upstream (see getStage).
 func (c *streamConn) Write(p []byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
@@ -88,12 +110,11 @@ func (c *streamConn) Write(p []byte) (int, error) {
 		}
 		return n, err
 	}
-	if cap(c.wbuf) < bufSize && len(p)+protocol.ChunkOverhead > cap(c.wbuf) {
-		c.wbuf = make([]byte, 0, bufSize) // the flow moves more: stage at full size
-	}
+	bp := getStage(len(p))
+	defer putStage(bp)
 	written := 0
 	for len(p) > 0 {
-		buf, taken := c.wbuf[:0], 0
+		buf, taken := (*bp)[:0], 0
 		for taken < len(p) {
 			room := cap(buf) - len(buf) - protocol.ChunkOverhead
 			left := len(p) - taken
@@ -126,10 +147,12 @@ func (c *streamConn) CloseWrite() error {
 	}
 	c.werr = errWriteClosed
 	if c.enc.Framed() {
-		end, err := c.enc.SealEnd(c.wbuf[:0])
+		bp := getStage(0)
+		end, err := c.enc.SealEnd((*bp)[:0])
 		if err == nil {
 			_, err = c.Conn.Write(end)
 		}
+		putStage(bp)
 		if err != nil {
 			return err
 		}
