@@ -47,6 +47,9 @@ type fileInbound struct {
 	UDP    *bool      `toml:"udp"`
 	Users  []fileUser `toml:"users"`
 	Sniff  bool       `toml:"sniff"`
+
+	HandshakeTimeout *string `toml:"handshake_timeout"`
+	MaxHandshakes    *int64  `toml:"max_handshakes"`
 }
 
 type fileUser struct {

@@ -69,6 +69,10 @@ type Inbound struct {
 	UDP    bool
 	Users  []User
 	Sniff  bool
+	// HandshakeTimeout bounds a connection's whole handshake, from its
+	// accept; MaxHandshakes bounds the connections in it at once.
+	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",
