@@ -148,20 +148,43 @@ func TestAuthenticationExpectContinue(t *testing.T) {
 	cl.closed()
 }
 
+// A request head is bounded at 64 KiB: past it the client gets 431, whether
+// the head is many lines or one endless one; a head just under it is served.
 func TestHeadTooLarge(t *testing.T) {
+	o := newOrigin(t)
 	_, proxy := start(t, Config{})
-	cl := dial(t, proxy)
-	go func() {
-		io.WriteString(cl.c, "GET http://example.com/ HTTP/1.1\r\n")
-		line := "X-Filler: " + strings.Repeat("a", 1000) + "\r\n"
-		for range 1200 {
-			if _, err := io.WriteString(cl.c, line); err != nil {
-				return
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  int
+	}{
+		{"many lines past 64 KiB", repeat("X-Filler: "+strings.Repeat("a", 1000)+"\r\n", 70), http.StatusRequestHeaderFieldsTooLarge},
+		{"one line of 1 MiB", []string{"X: " + strings.Repeat("a", 1<<20)}, http.StatusRequestHeaderFieldsTooLarge},
+		{"just under 64 KiB", repeat("X-Filler: "+strings.Repeat("a", 1000)+"\r\n", 60), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := dial(t, proxy)
+			go func() {
+				io.WriteString(cl.c, "GET http://"+o.hostPort()+"/ HTTP/1.1\r\n")
+				for _, line := range tc.lines {
+					if _, err := io.WriteString(cl.c, line); err != nil {
+						return
+					}
+				}
+				io.WriteString(cl.c, "\r\n")
+			}()
+			resp, _ := cl.response("GET")
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
 			}
-		}
-	}()
-	resp, _ := cl.response("GET")
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Fatalf("status %d, want 431", resp.StatusCode)
+		})
 	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }
