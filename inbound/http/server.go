@@ -61,7 +61,7 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 		cfg:   cfg,
 		conn:  c,
 		log:   log,
-		conns: serve.NewConns(),
+		conns: serve.NewConns(log),
 		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, log),
 		guard: serve.NewGuard(log),
 	}

@@ -38,7 +38,7 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 		socks: socks.New(cfg, c, log),
 		http:  httpin.New(httpin.Config(cfg), c, log),
 		log:   mlog,
-		conns: serve.NewConns(),
+		conns: serve.NewConns(mlog),
 		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, mlog),
 	}
 }
