@@ -45,6 +45,8 @@ type Tracker struct {
 	mu    sync.Mutex // guards flows and last
 	flows map[uint64]*meter
 	last  uint64 // the id given to the latest flow; ids start at 1
+
+	dials dialTable // dials in progress (dialing.go)
 }
 
 // New returns an empty tracker.
