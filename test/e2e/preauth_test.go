@@ -179,3 +179,60 @@ final = "up"
 		t.Fatalf("stats %q; want dials_in_progress=%s flows=0", line, want)
 	}
 }
+
+// On a mixed port one handshake_timeout covers the first byte and the
+// protocol's handshake: 4 bytes hold a connection for it, not twice it.
+// Past max_handshakes new connections are closed at once, and the log
+// counts them.
+func TestMixedPortHandshakeLimits(t *testing.T) {
+	t.Parallel()
+	p := start(t, `
+[[inbounds]]
+tag = "mixed-in"
+type = "mixed"
+listen = "127.0.0.1:0"
+handshake_timeout = "2s"
+max_handshakes = 4
+`)
+	proxy := p.addr("mixed-in")
+	closed := func(b string) time.Duration {
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		c.Write([]byte(b))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(c); errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("not closed within 10s")
+		}
+		return time.Since(start)
+	}
+	if d := closed("GET "); d < 1500*time.Millisecond || d > 3500*time.Millisecond {
+		t.Fatalf("4 bytes held the connection %v; want about the 2s handshake_timeout", d)
+	}
+
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 4 {
+		c, _ := greeted(t, proxy) // in its handshake until it sends a request
+		if c == nil {
+			t.Fatal("a connection within max_handshakes was closed")
+		}
+		held = append(held, c)
+	}
+	for range 3 {
+		if d := closed("GET "); d > time.Second {
+			t.Fatalf("a connection past max_handshakes was closed after %v, not at once", d)
+		}
+	}
+	p.waitLog("too many connections in their handshake", 1, 5*time.Second)
+	if line := lastLine(p, "too many connections in their handshake"); field(line, "limit") != "4" || field(line, "inbound") != "mixed-in" {
+		t.Fatalf("log line %q", line)
+	}
+}

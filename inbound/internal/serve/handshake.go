@@ -2,6 +2,7 @@ package serve
 
 import (
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -32,9 +33,20 @@ type Handshakes struct {
 	log     *slog.Logger
 	refused ratelog.Limiter
 
-	mu sync.Mutex // guards n
-	n  int
+	mu      sync.Mutex // guards n, peak and release
+	n       int
+	peak    int         // the most in handshake since the last release
+	release *time.Timer // pending release of a burst's memory
 }
+
+// After a burst of at least releaseBurst handshakes at once, once none is
+// left, the memory they held goes back to the operating system
+// releaseDelay later: the runtime would otherwise keep it until its next
+// collection cycle, which an idle process may not run for minutes.
+const (
+	releaseBurst = 64
+	releaseDelay = time.Second
+)
 
 // NewHandshakes returns the bound of one inbound: limit handshakes at once,
 // each given timeout from its start (the defaults for values not above
@@ -77,6 +89,7 @@ func (h *Handshakes) Begin(src any) *Handshake {
 		return nil
 	}
 	h.n++
+	h.peak = max(h.peak, h.n)
 	h.mu.Unlock()
 	return &Handshake{Deadline: time.Now().Add(h.timeout), h: h}
 }
@@ -98,8 +111,17 @@ func (hs *Handshake) Done() {
 		return
 	}
 	hs.once.Do(func() {
-		hs.h.mu.Lock()
-		hs.h.n--
-		hs.h.mu.Unlock()
+		h := hs.h
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.n--
+		if h.n == 0 && h.peak >= releaseBurst {
+			h.peak = 0
+			if h.release == nil {
+				h.release = time.AfterFunc(releaseDelay, debug.FreeOSMemory)
+			} else {
+				h.release.Reset(releaseDelay)
+			}
+		}
 	})
 }
