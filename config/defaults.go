@@ -26,6 +26,13 @@ const (
 	defaultProbeInterval      = 30 * time.Second
 	defaultProbeTimeout       = 5 * time.Second
 
+	// Inbounds: one deadline over a connection's whole handshake, and the
+	// connections in their handshake at once (the inbounds' own defaults;
+	// inbound/internal/serve says why).
+	defaultHandshakeTimeout = 10 * time.Second
+	defaultMaxHandshakes    = 256
+	maxMaxHandshakes        = 1 << 20
+
 	// Transports.
 	defaultHTTPPath        = "/" // ws and httpupgrade
 	defaultEarlyDataHeader = "Sec-WebSocket-Protocol"

@@ -110,6 +110,16 @@ type = "http"
 listen = "127.0.0.1:1080"
 `, []want{{8, "inbounds[1].listen", "127.0.0.1:1080 is already the listen address of inbounds[0]"}}},
 
+		{"bad handshake bounds", socksIn + `handshake_timeout = "0s"
+max_handshakes = 0
+`, []want{
+			{5, "inbounds[0].handshake_timeout", `"0s" must be above zero`},
+			{6, "inbounds[0].max_handshakes", "0 is out of range 1..1048576"},
+		}},
+
+		{"handshake timeout not a duration", socksIn + `handshake_timeout = 10
+`, []want{{5, "inbounds[0].handshake_timeout", ""}}},
+
 		{"duplicate inbound tag", socksIn + `[[inbounds]]
 tag = "in"
 type = "http"

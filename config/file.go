@@ -48,6 +48,9 @@ type fileInbound struct {
 	Users  []fileUser `toml:"users"`
 	Sniff  bool       `toml:"sniff"`
 	SOCKS4 bool       `toml:"socks4"`
+
+	HandshakeTimeout *string `toml:"handshake_timeout"`
+	MaxHandshakes    *int64  `toml:"max_handshakes"`
 }
 
 type fileUser struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"switchyard/netx"
 	"switchyard/spec"
@@ -69,9 +70,28 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 			l.errorf(key+".socks4", `an http inbound has no SOCKS4 (use type "mixed" for SOCKS4 on the same port)`)
 		}
 		in.SOCKS4 = f.SOCKS4
+		in.HandshakeTimeout, in.MaxHandshakes = l.handshakes(key, f)
 		out = append(out, in)
 	}
 	return out
+}
+
+// handshakes lowers the bounds of an inbound's handshakes.
+func (l *lowerer) handshakes(key string, f *fileInbound) (time.Duration, int) {
+	timeout, limit := defaultHandshakeTimeout, defaultMaxHandshakes
+	if f.HandshakeTimeout != nil {
+		if d := l.positiveDuration(key+".handshake_timeout", *f.HandshakeTimeout, ""); d > 0 {
+			timeout = d
+		}
+	}
+	if n := f.MaxHandshakes; n != nil {
+		if *n < 1 || *n > maxMaxHandshakes {
+			l.errorf(key+".max_handshakes", "%d is out of range 1..%d", *n, maxMaxHandshakes)
+		} else {
+			limit = int(*n)
+		}
+	}
+	return timeout, limit
 }
 
 // listenAddr parses an inbound's listen address: an IP literal and a port.

@@ -76,6 +76,10 @@ type Inbound struct {
 	Users  []User
 	Sniff  bool
 	SOCKS4 bool // socks, mixed: accept SOCKS4/4a beside Users (always accepted without Users)
+	// HandshakeTimeout bounds a connection's whole handshake, from its
+	// accept; MaxHandshakes bounds the connections in it at once.
+	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",

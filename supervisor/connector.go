@@ -62,10 +62,16 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 	return c.tracker.Conn(meta, conn), nil
 }
 
-// dial routes f on p and dials its leaf under one establishment.
+// dial routes f on p and dials its leaf under one establishment, listed in
+// the tracker as a dial in progress while it runs.
 func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (net.Conn, *plane.Target, int, error) {
 	target, rule := p.Route(&f)
 	leaf := target.Resolve(nil)
+	pending := c.tracker.BeginDial(track.Meta{
+		Network: netx.TCP, Inbound: f.Inbound, User: f.User, Source: f.Src, Destination: f.Dst,
+		Sniffed: f.Sniffed, Rule: plane.RuleName(rule), Outbound: leaf.ID().String(), Epoch: p.Epoch,
+	})
+	defer pending.End()
 	est, dctx, cancel := p.Begin(ctx)
 	defer cancel()
 	conn, err := leaf.DialStream(dctx, f)

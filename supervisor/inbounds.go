@@ -7,7 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"switchyard/inbound"
 	httpin "switchyard/inbound/http"
@@ -25,7 +24,8 @@ type server interface {
 }
 
 func newServer(in spec.Inbound, c inbound.Connector, log *slog.Logger) (server, error) {
-	cfg := socks.Config{Tag: in.Tag, Listen: in.Listen, UDP: in.UDP, Users: in.Users, Sniff: in.Sniff, SOCKS4: in.SOCKS4}
+	cfg := socks.Config{Tag: in.Tag, Listen: in.Listen, UDP: in.UDP, Users: in.Users, Sniff: in.Sniff, SOCKS4: in.SOCKS4,
+		HandshakeTimeout: in.HandshakeTimeout, MaxHandshakes: in.MaxHandshakes}
 	switch in.Type {
 	case "socks":
 		return socks.New(cfg, c, log), nil
@@ -45,6 +45,7 @@ type listener struct {
 	ln   net.Listener
 	srv  atomic.Pointer[serverBox]
 	log  *slog.Logger
+	open func() int // the flows open and being dialed, for the log at the descriptor limit
 
 	wg     sync.WaitGroup // the accept loop and every connection it hands off
 	closed atomic.Bool
@@ -69,22 +70,16 @@ func (l *listener) run() {
 
 func (l *listener) accept() {
 	defer l.wg.Done()
-	var pause time.Duration
+	a := netx.NewAcceptor(l.ln, l.log, l.open, nil)
 	for {
-		c, err := l.ln.Accept()
+		c, err := a.Accept()
 		if err != nil {
 			if l.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			if netx.TransientAccept(err) {
-				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-				time.Sleep(pause)
-				continue
-			}
 			l.log.Error("inbound stopped accepting", "error", err)
 			return
 		}
-		pause = 0
 		s := l.current()
 		l.wg.Add(1)
 		go func() {
@@ -136,7 +131,7 @@ func (sv *Supervisor) bind(in spec.Inbound) (*listener, error) {
 		s.Close()
 		return nil, fmt.Errorf("inbound %s: %w", in.Tag, err)
 	}
-	l := &listener{spec: in, ln: ln, log: sv.log.With("inbound", in.Tag)}
+	l := &listener{spec: in, ln: ln, log: sv.log.With("inbound", in.Tag), open: sv.tracker.Open}
 	l.srv.Store(&serverBox{s})
 	return l, nil
 }

@@ -47,8 +47,9 @@ type Tracker struct {
 	flows map[uint64]*meter
 	last  uint64 // the id given to the latest flow; ids start at 1
 
-	sessions sessions // session.go
-	users    users    // users.go
+	sessions sessions  // session.go
+	users    users     // users.go
+	dials    dialTable // dials in progress (dialing.go)
 }
 
 // New returns an empty tracker.

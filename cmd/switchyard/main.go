@@ -16,6 +16,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	raiseFileLimit()
 	root := &cobra.Command{
 		Use:           "switchyard",
 		Short:         "A proxy router",

@@ -57,15 +57,18 @@ func load(path string) (*spec.Spec, error) {
 	return config.Load(path)
 }
 
-// logStats logs the process's goroutines, heap, live flows and sessions (SIGUSR1),
+// logStats logs the process's goroutines, heap, live flows, sessions and
+// dials in progress (SIGUSR1),
 // after a garbage collection so the heap figure is what is really held.
 func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	gen, proc := sv.Admission()
-	log.Info("runtime stats", "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()),
-		"sessions", len(sv.Tracker().Sessions()),
+	var nofile syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile)
+	log.Info("runtime stats", "descriptor_limit", nofile.Cur, "goroutines", runtime.NumGoroutine(), "heap_inuse", m.HeapInuse, "heap_alloc", m.HeapAlloc, "flows", len(sv.Tracker().Flows()),
+		"sessions", len(sv.Tracker().Sessions()), "dials_in_progress", sv.Tracker().DialsInProgress(),
 		"dials_admitted", gen.InUse, "dials_waiting", gen.Waiting, "dial_limit", gen.Limit,
 		"process_dials_admitted", proc.InUse, "process_dials_waiting", proc.Waiting, "process_dial_gate", proc.Limit)
 }

@@ -83,7 +83,7 @@ func (ss *session) dial(flow netx.Flow) (net.Conn, error) {
 }
 
 func (ss *session) writeEstablished() bool {
-	ss.c.SetWriteDeadline(time.Now().Add(headTimeout))
+	ss.c.SetWriteDeadline(time.Now().Add(replyTimeout))
 	_, err := ss.c.Write([]byte(established))
 	ss.c.SetWriteDeadline(time.Time{})
 	return err == nil

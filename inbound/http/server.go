@@ -16,9 +16,8 @@ import (
 )
 
 const (
-	// headTimeout bounds the first request head of a connection, and each
-	// response the proxy writes on its own.
-	headTimeout = 10 * time.Second
+	// replyTimeout bounds each response the proxy writes on its own.
+	replyTimeout = 10 * time.Second
 	// keepAliveTimeout bounds the wait for the next request head on a kept
 	// connection.
 	keepAliveTimeout = 60 * time.Second
@@ -35,6 +34,12 @@ type Config struct {
 	Users  []spec.User // when set, Proxy-Authorization: Basic is required
 	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT tunnels
 	SOCKS4 bool        // unused: a SOCKS inbound's setting, here so that its Config converts
+	// HandshakeTimeout bounds a connection's request heads until one is
+	// authorized, from its accept (0: serve.DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections in their handshake at once;
+	// more are closed at once (0: serve.DefaultMaxHandshakes).
+	MaxHandshakes int
 }
 
 // Server serves the HTTP proxy protocol on the listeners it is given.
@@ -43,6 +48,8 @@ type Server struct {
 	conn  inbound.Connector
 	log   *slog.Logger
 	conns *serve.Conns
+	hs    *serve.Handshakes
+	guard *serve.Guard
 }
 
 // New returns a server handing its flows to c. It opens no socket.
@@ -50,17 +57,20 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("inbound", cfg.Tag)
 	return &Server{
 		cfg:   cfg,
 		conn:  c,
-		log:   log.With("inbound", cfg.Tag),
-		conns: serve.NewConns(),
+		log:   log,
+		conns: serve.NewConns(log),
+		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, log),
+		guard: serve.NewGuard(log),
 	}
 }
 
 // Serve accepts connections on ln until Close, which makes it return nil.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.conns.Serve(ln, func(c net.Conn) { s.handle(c, nil) })
+	return s.conns.Serve(ln, func(c net.Conn) { s.begin(c, nil) })
 }
 
 // ServeConn serves one accepted connection whose first bytes, first, were
@@ -72,7 +82,29 @@ func (s *Server) ServeConn(c net.Conn, first []byte) {
 		return
 	}
 	defer s.conns.Done(c)
-	s.handle(c, first)
+	s.begin(c, first)
+}
+
+// ServeHandshake is ServeConn for a connection whose handshake began
+// elsewhere (a mixed port's): hs holds its slot and deadline, and is done
+// once a request is authorized.
+func (s *Server) ServeHandshake(c net.Conn, first []byte, hs *serve.Handshake) {
+	if !s.conns.Add(c) {
+		hs.Done()
+		return
+	}
+	defer s.conns.Done(c)
+	s.handle(c, first, hs)
+}
+
+// begin starts the handshake of a connection just accepted, or drops it
+// when the inbound is at its bound of handshakes.
+func (s *Server) begin(c net.Conn, first []byte) {
+	hs := s.hs.Begin(c.RemoteAddr())
+	if hs == nil {
+		return
+	}
+	s.handle(c, first, hs)
 }
 
 // Close stops accepting, closes every connection and waits for their

@@ -26,9 +26,11 @@ const (
 	// maxDiscard is the largest request body read and dropped to keep a
 	// connection open after a refusal; a larger one closes it.
 	maxDiscard = 256 << 10
-	// maxHead bounds a request head (net/http's DefaultMaxHeaderBytes) and
-	// what the reader may have buffered past it.
-	maxHead = 1<<20 + 4096
+	// maxHead bounds a request head, its request line included. A proxy
+	// request needs a few KiB; browsers and servers refuse heads far
+	// smaller than net/http's 1 MiB default, and every connection still in
+	// its handshake may hold this much.
+	maxHead = 64 << 10
 	// lingerTimeout bounds the drain of a closing connection's input.
 	lingerTimeout = 500 * time.Millisecond
 )
@@ -42,6 +44,7 @@ type session struct {
 	c   net.Conn // the accepted conn, handed to the relay for tunnels
 	src netip.AddrPort
 	log *slog.Logger
+	hs  *serve.Handshake // until a request is authorized; nil after
 
 	cr *timed              // c's reads, under the deadline of the phase
 	pr *serve.PrefixReader // the bytes given to ServeConn, then cr
@@ -52,9 +55,10 @@ type session struct {
 	us *track.Session      // the session of the user last authenticated; nil while anonymous
 }
 
-func (s *Server) handle(c net.Conn, first []byte) {
+func (s *Server) handle(c net.Conn, first []byte, hs *serve.Handshake) {
+	defer hs.Done()
 	src := serve.AddrPort(c.RemoteAddr())
-	ss := &session{s: s, c: c, src: src, log: s.log.With("source", src)}
+	ss := &session{s: s, c: c, src: src, log: s.log.With("source", src), hs: hs}
 	ss.cr = &timed{Conn: c}
 	ss.pr = &serve.PrefixReader{Head: first, R: ss.cr}
 	ss.lr = &headLimit{r: ss.pr}
@@ -65,15 +69,17 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	ss.run()
 }
 
-// run serves requests until one ends the connection.
+// run serves requests until one ends the connection. Until a request is
+// authorized, every head is read under the handshake's deadline; after,
+// each waits keepAliveTimeout.
 func (ss *session) run() {
-	for n := 0; ; n++ {
-		wait := headTimeout
-		if n > 0 {
-			wait = keepAliveTimeout
+	for {
+		deadline := time.Now().Add(keepAliveTimeout)
+		if ss.hs != nil {
+			deadline = ss.hs.Deadline
 		}
 		ss.cr.idle = 0
-		ss.c.SetReadDeadline(time.Now().Add(wait))
+		ss.c.SetReadDeadline(deadline)
 		ss.lr.left = maxHead
 		host := ss.peekHost()
 		req, err := http.ReadRequest(ss.br)
@@ -91,17 +97,22 @@ func (ss *session) run() {
 		}
 		ss.lr.left = -1
 		ss.cr.idle = forwardIdle
-		user, ok := ss.authorize(req)
+		user, ok, offered := ss.authorize(req)
 		if !ok {
-			// A client waiting for 100 Continue sends no body to drop.
-			keep := !req.Close && !hasToken(req.Header, "Expect", "100-continue") && discardBody(req)
-			ss.log.Debug("http proxy authentication failed", "method", req.Method, "target", req.RequestURI)
+			// A request without credentials is how a browser learns that
+			// it needs them: its connection is kept for the retry. Wrong
+			// ones end it. A client waiting for 100 Continue sends no body
+			// to drop.
+			keep := !offered && !req.Close && !hasToken(req.Header, "Expect", "100-continue") && discardBody(req)
+			ss.log.Debug("http proxy authentication failed", "method", req.Method, "target", req.RequestURI, "credentials", offered)
 			ss.respond(http.StatusProxyAuthRequired, keep, "Proxy-Authenticate", `Basic realm="switchyard"`)
 			if !keep {
 				return
 			}
 			continue
 		}
+		ss.hs.Done()
+		ss.hs = nil
 		ss.enter(user)
 		if req.Method == http.MethodConnect {
 			ss.connect(req, user)
@@ -134,25 +145,43 @@ func (ss *session) peekHost() string {
 }
 
 // authorize checks Proxy-Authorization when users are configured and
-// returns the user's name.
-func (ss *session) authorize(req *http.Request) (user string, ok bool) {
+// returns the user's name; offered reports whether the request carried
+// credentials at all. Every offered credential counts with the guard: a
+// source that keeps failing waits before its answer, right or wrong.
+func (ss *session) authorize(req *http.Request) (user string, ok, offered bool) {
 	users := ss.s.cfg.Users
 	if len(users) == 0 {
-		return "", true
+		return "", true, false
 	}
-	scheme, cred, found := strings.Cut(req.Header.Get("Proxy-Authorization"), " ")
+	header := req.Header.Get("Proxy-Authorization")
+	if header == "" {
+		return "", false, false
+	}
+	g := ss.s.guard
+	var deadline time.Time
+	if ss.hs != nil {
+		deadline = ss.hs.Deadline
+	}
+	if !g.Wait(ss.s.conns.Context(), ss.src.Addr(), deadline) {
+		return "", false, true
+	}
+	scheme, cred, found := strings.Cut(header, " ")
 	if !found || !strings.EqualFold(scheme, "Basic") {
-		return "", false
+		g.Failed(ss.src, "", "http: Proxy-Authorization is not Basic")
+		return "", false, true
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 	if err != nil {
-		return "", false
+		g.Failed(ss.src, "", "http: Proxy-Authorization is not base64")
+		return "", false, true
 	}
 	user, pass, found := strings.Cut(string(raw), ":")
 	if !found || !serve.Authenticate(users, user, pass) {
-		return "", false
+		g.Failed(ss.src, user, "http: wrong username or password")
+		return "", false, true
 	}
-	return user, true
+	g.Succeeded(ss.src.Addr())
+	return user, true, true
 }
 
 // respond writes a response with no body; unless keep, it says the

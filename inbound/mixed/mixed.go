@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"time"
 
 	"switchyard/inbound"
 	httpin "switchyard/inbound/http"
@@ -16,9 +15,6 @@ import (
 	"switchyard/protocol/socks4"
 	"switchyard/protocol/socks5"
 )
-
-// firstByteTimeout bounds the wait for a client's first byte.
-const firstByteTimeout = 10 * time.Second
 
 // Config is the SOCKS inbound's: UDP (UDP ASSOCIATE) and SOCKS4 (SOCKS4
 // beside Users) hold for SOCKS clients, Users and Sniff for both protocols.
@@ -30,6 +26,7 @@ type Server struct {
 	http  *httpin.Server
 	log   *slog.Logger
 	conns *serve.Conns
+	hs    *serve.Handshakes // one bound and one deadline over the first byte and either handshake
 }
 
 // New returns a server handing its flows to c. It opens no socket.
@@ -37,11 +34,13 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mlog := log.With("inbound", cfg.Tag)
 	return &Server{
 		socks: socks.New(cfg, c, log),
 		http:  httpin.New(httpin.Config(cfg), c, log),
-		log:   log.With("inbound", cfg.Tag),
-		conns: serve.NewConns(),
+		log:   mlog,
+		conns: serve.NewConns(mlog),
+		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, mlog),
 	}
 }
 
@@ -57,32 +56,48 @@ func (s *Server) ServeConn(c net.Conn, first []byte) {
 		return
 	}
 	defer s.conns.Done(c)
-	if len(first) > 0 {
-		s.dispatch(c, first)
+	hs := s.hs.Begin(c.RemoteAddr())
+	if hs == nil {
 		return
 	}
-	s.handle(c)
+	if len(first) > 0 {
+		s.dispatch(c, first, hs)
+		return
+	}
+	s.read(c, hs)
 }
 
-// handle reads the first byte: SOCKS5 and SOCKS4 start with their
-// version, 5 or 4; anything else is taken for HTTP.
+// handle starts the handshake of a connection just accepted, or drops it
+// when the inbound is at its bound of handshakes.
 func (s *Server) handle(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(firstByteTimeout))
+	hs := s.hs.Begin(c.RemoteAddr())
+	if hs == nil {
+		return
+	}
+	s.read(c, hs)
+}
+
+// read reads the first byte, under the deadline of the whole handshake:
+// SOCKS5 and SOCKS4 start with their version, 5 or 4; anything else is
+// taken for HTTP.
+func (s *Server) read(c net.Conn, hs *serve.Handshake) {
+	c.SetReadDeadline(hs.Deadline)
 	var first [1]byte
 	if _, err := io.ReadFull(c, first[:]); err != nil {
+		hs.Done()
 		if !errors.Is(err, io.EOF) {
 			s.log.Debug("mixed connection ended before its first byte", "source", c.RemoteAddr(), "error", err)
 		}
 		return
 	}
-	s.dispatch(c, first[:])
+	s.dispatch(c, first[:], hs)
 }
 
-func (s *Server) dispatch(c net.Conn, first []byte) {
+func (s *Server) dispatch(c net.Conn, first []byte, hs *serve.Handshake) {
 	if first[0] == socks5.Version || first[0] == socks4.Version {
-		s.socks.ServeConn(c, first)
+		s.socks.ServeHandshake(c, first, hs)
 	} else {
-		s.http.ServeConn(c, first)
+		s.http.ServeHandshake(c, first, hs)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"time"
 
 	"switchyard/inbound/internal/serve"
@@ -13,17 +15,19 @@ import (
 	"switchyard/track"
 )
 
-// handle runs one connection: handshake, then the command.
-func (s *Server) handle(c net.Conn, first []byte) {
+// handle runs one connection: handshake, all of it under hs's deadline,
+// then the command.
+func (s *Server) handle(c net.Conn, first []byte, hs *serve.Handshake) {
+	defer hs.Done()
 	src := serve.AddrPort(c.RemoteAddr())
 	log := s.log.With("source", src)
 	r := &serve.PrefixReader{Head: first, R: c}
-	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	c.SetDeadline(hs.Deadline)
 
-	if s.servedSOCKS4(c, r, src, log) {
+	if s.servedSOCKS4(c, r, src, hs, log) {
 		return
 	}
-	user, ok := s.authenticate(c, r, log)
+	user, ok := s.authenticate(c, r, src, hs.Deadline, log)
 	if !ok {
 		return
 	}
@@ -34,11 +38,13 @@ func (s *Server) handle(c net.Conn, first []byte) {
 	req, err := socks5.ReadRequest(r)
 	if err != nil {
 		log.Debug("socks request refused", "error", err)
-		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) &&
+			!errors.Is(err, os.ErrDeadlineExceeded) {
 			writeReply(c, replyFor(err), netx.Addr{})
 		}
 		return
 	}
+	hs.Done()
 	flow := netx.Flow{Dst: req.Dst, Src: src, Inbound: s.cfg.Tag, User: user, Session: sess.ID()}
 	switch req.Cmd {
 	case socks5.CmdConnect:
@@ -59,7 +65,7 @@ func (s *Server) handle(c net.Conn, first []byte) {
 // authenticate negotiates the method and, with users configured, checks the
 // client's username and password. It returns the user name ("" when
 // anonymous) and whether the connection may go on.
-func (s *Server) authenticate(c net.Conn, r io.Reader, log *slog.Logger) (string, bool) {
+func (s *Server) authenticate(c net.Conn, r io.Reader, src netip.AddrPort, deadline time.Time, log *slog.Logger) (string, bool) {
 	methods, err := socks5.ReadGreeting(r)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
@@ -91,11 +97,17 @@ func (s *Server) authenticate(c net.Conn, r io.Reader, log *slog.Logger) (string
 		log.Debug("socks authentication failed", "error", err)
 		return "", false
 	}
+	// A source that keeps failing waits before any answer, right or wrong.
+	if !s.guard.Wait(s.conns.Context(), src.Addr(), deadline) {
+		return "", false
+	}
 	ok := serve.Authenticate(s.cfg.Users, user, pass)
+	if ok {
+		s.guard.Succeeded(src.Addr())
+	} else {
+		s.guard.Failed(src, user, "socks5: wrong username or password")
+	}
 	if _, err := c.Write(socks5.AppendUserPassStatus(nil, ok)); err != nil || !ok {
-		if !ok {
-			log.Debug("socks authentication failed", "user", user, "error", "wrong username or password")
-		}
 		return "", false
 	}
 	return user, true
@@ -103,7 +115,7 @@ func (s *Server) authenticate(c net.Conn, r io.Reader, log *slog.Logger) (string
 
 // writeReply writes a reply under its own deadline.
 func writeReply(c net.Conn, code byte, bound netx.Addr) error {
-	c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	c.SetWriteDeadline(time.Now().Add(replyTimeout))
 	_, err := c.Write(socks5.AppendReply(make([]byte, 0, 22), code, bound))
 	c.SetWriteDeadline(time.Time{})
 	return err

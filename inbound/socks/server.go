@@ -14,9 +14,8 @@ import (
 	"switchyard/spec"
 )
 
-// handshakeTimeout bounds the greeting, the authentication and the request,
-// and each reply write.
-const handshakeTimeout = 10 * time.Second
+// replyTimeout bounds each reply write after the handshake.
+const replyTimeout = 10 * time.Second
 
 // Config is one SOCKS5 inbound.
 type Config struct {
@@ -29,6 +28,12 @@ type Config struct {
 	// must then be one of their names (SOCKS4 carries no password).
 	// Without Users, SOCKS4 is always accepted.
 	SOCKS4 bool
+	// HandshakeTimeout bounds a connection's greeting, authentication and
+	// request together, from its accept (0: serve.DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the connections in their handshake at once;
+	// more are closed at once (0: serve.DefaultMaxHandshakes).
+	MaxHandshakes int
 }
 
 // Server serves SOCKS5 on the listeners it is given.
@@ -37,6 +42,8 @@ type Server struct {
 	conn  inbound.Connector
 	log   *slog.Logger
 	conns *serve.Conns
+	hs    *serve.Handshakes
+	guard *serve.Guard
 }
 
 // New returns a server handing its flows to c. It opens no socket.
@@ -44,17 +51,20 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = log.With("inbound", cfg.Tag)
 	return &Server{
 		cfg:   cfg,
 		conn:  c,
-		log:   log.With("inbound", cfg.Tag),
-		conns: serve.NewConns(),
+		log:   log,
+		conns: serve.NewConns(log),
+		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, log),
+		guard: serve.NewGuard(log),
 	}
 }
 
 // Serve accepts connections on ln until Close, which makes it return nil.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.conns.Serve(ln, func(c net.Conn) { s.handle(c, nil) })
+	return s.conns.Serve(ln, func(c net.Conn) { s.begin(c, nil) })
 }
 
 // ServeConn serves one accepted connection whose first bytes, first, were
@@ -66,7 +76,29 @@ func (s *Server) ServeConn(c net.Conn, first []byte) {
 		return
 	}
 	defer s.conns.Done(c)
-	s.handle(c, first)
+	s.begin(c, first)
+}
+
+// ServeHandshake is ServeConn for a connection whose handshake began
+// elsewhere (a mixed port's): hs holds its slot and deadline, and is done
+// once the request is read.
+func (s *Server) ServeHandshake(c net.Conn, first []byte, hs *serve.Handshake) {
+	if !s.conns.Add(c) {
+		hs.Done()
+		return
+	}
+	defer s.conns.Done(c)
+	s.handle(c, first, hs)
+}
+
+// begin starts the handshake of a connection just accepted, or drops it
+// when the inbound is at its bound of handshakes.
+func (s *Server) begin(c net.Conn, first []byte) {
+	hs := s.hs.Begin(c.RemoteAddr())
+	if hs == nil {
+		return
+	}
+	s.handle(c, first, hs)
 }
 
 // Close stops accepting, closes every connection and association, and waits

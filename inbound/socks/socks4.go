@@ -24,7 +24,7 @@ const socks4ReadBuf = 512
 // again, and serves the connection as SOCKS4 when it is that version. It
 // reports whether the connection is over: served as SOCKS4, or ended before
 // its first byte.
-func (s *Server) servedSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrPort, log *slog.Logger) bool {
+func (s *Server) servedSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrPort, hs *serve.Handshake, log *slog.Logger) bool {
 	if len(r.Head) == 0 {
 		var b [1]byte
 		if _, err := io.ReadFull(r.R, b[:]); err != nil {
@@ -38,7 +38,7 @@ func (s *Server) servedSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrP
 	if r.Head[0] != socks4.Version {
 		return false
 	}
-	s.serveSOCKS4(c, r, src, log)
+	s.serveSOCKS4(c, r, src, hs, log)
 	return true
 }
 
@@ -47,7 +47,7 @@ func (s *Server) servedSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrP
 // CONNECT is served; as SOCKS4 carries no password, an inbound with users
 // accepts it only when SOCKS4 is enabled, and then only for a user id that
 // is one of the users' names.
-func (s *Server) serveSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrPort, log *slog.Logger) {
+func (s *Server) serveSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrPort, hs *serve.Handshake, log *slog.Logger) {
 	br := bufio.NewReaderSize(r, socks4ReadBuf)
 	req, err := socks4.ReadRequest(br)
 	if err != nil {
@@ -57,12 +57,25 @@ func (s *Server) serveSOCKS4(c net.Conn, r *serve.PrefixReader, src netip.AddrPo
 		}
 		return
 	}
+	checked := len(s.cfg.Users) > 0 && s.cfg.SOCKS4
+	// A source that keeps failing waits before any answer, right or wrong,
+	// as for SOCKS5 passwords: a user id is all SOCKS4 has to guess.
+	if checked && !s.guard.Wait(s.conns.Context(), src.Addr(), hs.Deadline) {
+		return
+	}
 	user, refusal, why := s.socks4User(req.UserID)
 	if refusal != 0 {
+		if refusal == socks4.ReplyUserIDNotAllowed {
+			s.guard.Failed(src, req.UserID, "socks4: unknown user id")
+		}
 		log.Debug("socks4 request refused", "user_id", req.UserID, "reply", socks4.ReplyText(refusal), "error", why)
 		writeReply4(c, refusal, netip.AddrPort{})
 		return
 	}
+	if checked {
+		s.guard.Succeeded(src.Addr())
+	}
+	hs.Done()
 	flow := netx.Flow{Network: netx.TCP, Dst: req.Dst, Src: src, Inbound: s.cfg.Tag, User: user}
 	s.connect(c, unread(br, r), flow, socks4Reply, log)
 }
@@ -111,7 +124,7 @@ func socks4Reply(c net.Conn, dialErr error, bound netx.Addr) (string, error) {
 
 // writeReply4 writes a SOCKS4 reply under its own deadline.
 func writeReply4(c net.Conn, code byte, bound netip.AddrPort) error {
-	c.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	c.SetWriteDeadline(time.Now().Add(replyTimeout))
 	_, err := c.Write(socks4.AppendReply(make([]byte, 0, 8), code, bound))
 	c.SetWriteDeadline(time.Time{})
 	return err

@@ -72,8 +72,14 @@ func start(t *testing.T, config string) *proc {
 
 func startArgs(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startCmd(t, exec.Command(bin, args...))
+}
+
+// startCmd runs cmd, a command that runs switchyard, as startArgs does.
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{t: t, logs: &logBuf{}, addrs: map[string]string{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = cmd
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"switchyard/netx"
 )
@@ -21,6 +21,7 @@ type Conns struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // one count per live connection
+	log    *slog.Logger
 
 	mu     sync.Mutex // guards closed, lns and live
 	closed bool
@@ -28,12 +29,13 @@ type Conns struct {
 	live   map[net.Conn]struct{}
 }
 
-// NewConns returns an empty set.
-func NewConns() *Conns {
+// NewConns returns an empty set; Serve logs its listeners' trouble to log.
+func NewConns(log *slog.Logger) *Conns {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conns{
 		ctx:    ctx,
 		cancel: cancel,
+		log:    log,
 		lns:    make(map[net.Listener]struct{}),
 		live:   make(map[net.Conn]struct{}),
 	}
@@ -45,31 +47,24 @@ func (s *Conns) Context() context.Context { return s.ctx }
 // Serve accepts connections on ln and runs handle for each on a goroutine
 // of its own, tracked as by Add; the connection is closed when handle
 // returns. It returns nil once Stop has been called (at once if it already
-// was), or the listener's error. Accept errors that a full file table or a
-// client's early reset cause are retried after a pause.
+// was), or the listener's error. Accept errors that pass with time are
+// ridden out as netx.Acceptor does: at the descriptor limit, waiting clients
+// are closed at once rather than left hanging.
 func (s *Conns) Serve(ln net.Listener, handle func(net.Conn)) error {
 	if !s.addListener(ln) {
 		ln.Close()
 		return nil
 	}
 	defer s.removeListener(ln)
-	var pause time.Duration
+	a := netx.NewAcceptor(ln, s.log, nil, s.ctx.Done())
 	for {
-		c, err := ln.Accept()
+		c, err := a.Accept()
 		if err != nil {
 			if s.stopped() {
 				return nil
 			}
-			if !netx.TransientAccept(err) {
-				return err
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			if !s.sleep(pause) {
-				return nil
-			}
-			continue
+			return err
 		}
-		pause = 0
 		if !s.Add(c) {
 			continue
 		}
@@ -165,16 +160,4 @@ func (s *Conns) stopped() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// sleep pauses for d; false when Stop was called meanwhile.
-func (s *Conns) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
-	}
 }

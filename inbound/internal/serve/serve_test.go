@@ -29,7 +29,7 @@ func listen(t *testing.T) net.Listener {
 // Close closes the listener and the live connections, and returns once the
 // handlers have returned.
 func TestConnsClose(t *testing.T) {
-	s := NewConns()
+	s := NewConns(nil)
 	ln := listen(t)
 	served := make(chan error, 1)
 	handling := make(chan struct{})
@@ -70,7 +70,7 @@ func TestConnsClose(t *testing.T) {
 }
 
 func TestConnsAfterStop(t *testing.T) {
-	s := NewConns()
+	s := NewConns(nil)
 	s.Stop()
 	ln := listen(t)
 	if err := s.Serve(ln, func(net.Conn) { t.Error("handled after Stop") }); err != nil {
@@ -90,7 +90,7 @@ func TestConnsAfterStop(t *testing.T) {
 }
 
 func TestServeReturnsListenerError(t *testing.T) {
-	s := NewConns()
+	s := NewConns(nil)
 	defer s.Close()
 	ln := listen(t)
 	ln.Close() // closed by someone else: not a Stop
