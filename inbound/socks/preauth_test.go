@@ -189,3 +189,32 @@ func waitUntil(t *testing.T, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A SOCKS4 user id is a credential too: unknown ones are logged at warn and
+// slow their source down like wrong SOCKS5 passwords.
+func TestUnknownSOCKS4UserIDsAreLoggedAndSlowed(t *testing.T) {
+	_, proxy, logs := startLogged(t, Config{Users: []spec.User{{Username: "alice", Password: "s3cret"}}, SOCKS4: true})
+	var took []time.Duration
+	for range 5 {
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		c.Write(append([]byte{4, 1, 0, 80, 127, 0, 0, 1}, "mallory\x00"...))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var reply [8]byte
+		_, err = io.ReadFull(c, reply[:])
+		took = append(took, time.Since(start))
+		c.Close()
+		if err != nil || reply[1] == 0x5a {
+			t.Fatalf("an unknown user id got %v, %v", reply, err)
+		}
+	}
+	if warns := logs.Lines(slog.LevelWarn, "authentication failed"); len(warns) != 1 || warns[0].Attrs["user"] != "mallory" {
+		t.Fatalf("warn lines %v, want one naming the user id", warns)
+	}
+	if took[3] < 100*time.Millisecond || took[4] < 200*time.Millisecond {
+		t.Fatalf("attempts answered after %v; the 4th and 5th should wait 100 and 200 ms", took)
+	}
+}
