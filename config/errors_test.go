@@ -1226,6 +1226,52 @@ allowed_ips = ["0.0.0.0/0"]
 			{44, "outbounds[3].allowed_ips", "a vless outbound has no allowed ips"},
 		}},
 
+		{"an array inside a rule's port list", `[[rules]]
+port = [[1]]
+outbound = "direct"
+`, []want{{2, "rules[0].port[0]", "expected an integer, found an array"}}},
+
+		{"an array after an integer, in the second rule", `[[rules]]
+outbound = "direct"
+[[rules]]
+outbound = "direct"
+port = [1,
+  2,
+     [3]]
+`, []want{{7, "rules[1].port[2]", "expected an integer, found an array"}}},
+
+		{"an array in a list of inline rule tables", `rules = [
+  { outbound = "direct" },
+  { outbound = "direct", port = [1, [2]] },
+]
+`, []want{{3, "rules[1].port[1]", "expected an integer, found an array"}}},
+
+		{"an inline table in a domain list, in an inline table in an array", `inbounds = [{ tag = "a", type = "socks", listen = "127.0.0.1:1",
+  users = [{ username = "u", password = "p" },
+           { username = ["u"],
+             password = "p" }] }]
+`, []want{{3, "inbounds[0].users[1].username", "expected a string, found an array"}}},
+
+		{"nested arrays three deep", `[[rules]]
+outbound = "direct"
+domain = ["a", [
+   ["b"]]]
+`, []want{{3, "rules[0].domain[1]", "expected a string, found an array"}}},
+
+		{"an inline table where a string goes", `[[rules]]
+outbound = "direct"
+domain = ["a",
+  { b = 1 }]
+`, []want{{4, "rules[0].domain[1]", "expected a string, found an inline table"}}},
+
+		{"an empty array inside an array, after a comment", `[[rules]]
+outbound = "direct"
+port = [ # ports
+  80,
+  [],
+]
+`, []want{{5, "rules[0].port[1]", "expected an integer, found an array"}}},
+
 		{"wireguard reserved written as a string", `[[outbounds]]
 tag = "a"
 type = "wireguard"
