@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -1401,6 +1402,44 @@ members = ["s", "h", "d", "block"]
 				if e.File != "sy.toml" || e.Line != w.line || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
 					t.Errorf("problem %d:\n got  %s\n want sy.toml:%d: %s: ...%s...", i, e, w.line, w.key, w.msg)
 				}
+			}
+		})
+	}
+}
+
+// A problem never repeats a long value or key whole: it keeps its start
+// and notes its length.
+func TestLongValuesAreClipped(t *testing.T) {
+	long := strings.Repeat("a", 1<<20)
+	tests := []struct {
+		name, text string
+		want       want
+	}{
+		{"a listen address", "[[inbounds]]\ntag = \"in\"\ntype = \"socks\"\nlisten = \"" + long + "\"\n",
+			want{4, "inbounds[0].listen", `bad address "aaaa`}},
+		{"a regex", "[[rules]]\noutbound = \"direct\"\ndomain_regex = [\"(" + long + "\"]\n",
+			want{3, "rules[0].domain_regex[0]", `bad regex "(aaa`}},
+		{"an enum", "[log]\nlevel = \"" + long + "\"\n",
+			want{2, "log.level", `"aaaa`}},
+		{"an unknown key", "[log]\n" + long + " = 1\n",
+			want{2, "log.aaaa", `unknown key "aaaa`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), "sy.toml")
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) != 1 {
+				t.Fatalf("want one problem, got %.500v", err)
+			}
+			e := errs[0]
+			if n := len(e.Error()); n > 1000 {
+				t.Errorf("the problem is %d bytes long: %.300s", n, e.Error())
+			}
+			if e.Line != tc.want.line || !strings.HasPrefix(e.Key, tc.want.key) || !strings.Contains(e.Msg, tc.want.msg) {
+				t.Errorf("got %.500s; want line %d, key %s..., text with %s", e, tc.want.line, tc.want.key, tc.want.msg)
+			}
+			if !regexp.MustCompile(`…"? \(\d{7} bytes\)`).MatchString(e.Msg) {
+				t.Errorf("the length of the value is not noted: %.500s", e)
 			}
 		})
 	}

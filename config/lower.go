@@ -48,7 +48,8 @@ func newLowerer(dir string) *lowerer {
 
 // errorf records a problem with key, on the line where key is written (or
 // where its table is, for a missing key). A string argument is clipped
-// (clip.Value): a problem never repeats a long value whole. A lineOf
+// (clip.Value), and so is the text of an error argument (which may quote
+// the value): a problem never repeats a long value whole. A lineOf
 // argument formats as the line of its key.
 func (l *lowerer) errorf(key, format string, args ...any) {
 	e := &Error{Key: key}
@@ -58,6 +59,8 @@ func (l *lowerer) errorf(key, format string, args ...any) {
 		switch a := a.(type) {
 		case string:
 			args[i] = clip.Value(a)
+		case error:
+			args[i] = clip.Value(a.Error())
 		case lineOf:
 			later = true
 		}

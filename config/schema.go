@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"switchyard/internal/clip"
 )
 
 // The schema is the file structs themselves: these helpers read their toml
@@ -166,9 +168,9 @@ func (c *keyCheck) key(p keyPath, off int, _ bool) {
 			return
 		}
 		c.seen[k] = true
-		msg := fmt.Sprintf("unknown key %q", part.name)
+		msg := fmt.Sprintf("unknown key %q", clip.Value(part.name))
 		if _, tag := field(deref(t), part.name); tag != "" {
-			msg = fmt.Sprintf("unknown key %q (keys are case-sensitive: did you mean %q?)", part.name, tag)
+			msg = fmt.Sprintf("unknown key %q (keys are case-sensitive: did you mean %q?)", clip.Value(part.name), tag)
 		}
 		c.errs = append(c.errs, &Error{Line: c.tab.line(off), Key: k, Msg: msg})
 		return
