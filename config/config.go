@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"switchyard/internal/clip"
 	"switchyard/spec"
 )
 
@@ -46,18 +47,18 @@ func Parse(data []byte, name string) (*spec.Spec, error) {
 // parse lowers data; relative paths inside it are relative to dir ("" for
 // the working directory).
 func parse(data []byte, name, dir string) (*spec.Spec, error) {
-	ix := buildIndex(data)
+	tab := &lineTable{data: data}
 	var f fileConfig
-	unknown, fatal := decode(data, &f, ix)
-	if fatal != nil {
+	if fatal := decode(data, &f, tab); fatal != nil {
 		fatal.File = name
+		fatal.Key = clip.String(fatal.Key)
 		return nil, Errors{fatal}
 	}
-	l := newLowerer(ix, dir)
-	s := l.lower(&f)
+	l := newLowerer(dir)
+	s := l.lower(&f) // the decoded file is not used after this
 
 	var errs Errors
-	for _, e := range unknown {
+	for _, e := range unknownKeys(data, tab) {
 		if !l.isRefused(e.Key) {
 			errs = append(errs, e)
 		}
@@ -66,8 +67,10 @@ func parse(data []byte, name, dir string) (*spec.Spec, error) {
 	if len(errs) == 0 {
 		return s, nil
 	}
+	l.placeLines(data, errs)
 	for _, e := range errs {
 		e.File = name
+		e.Key = clip.String(e.Key)
 	}
 	errs.sortByLine()
 	return nil, errs

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -1236,6 +1237,52 @@ allowed_ips = ["0.0.0.0/0"]
 			{44, "outbounds[3].allowed_ips", "a vless outbound has no allowed ips"},
 		}},
 
+		{"an array inside a rule's port list", `[[rules]]
+port = [[1]]
+outbound = "direct"
+`, []want{{2, "rules[0].port[0]", "expected an integer, found an array"}}},
+
+		{"an array after an integer, in the second rule", `[[rules]]
+outbound = "direct"
+[[rules]]
+outbound = "direct"
+port = [1,
+  2,
+     [3]]
+`, []want{{7, "rules[1].port[2]", "expected an integer, found an array"}}},
+
+		{"an array in a list of inline rule tables", `rules = [
+  { outbound = "direct" },
+  { outbound = "direct", port = [1, [2]] },
+]
+`, []want{{3, "rules[1].port[1]", "expected an integer, found an array"}}},
+
+		{"an inline table in a domain list, in an inline table in an array", `inbounds = [{ tag = "a", type = "socks", listen = "127.0.0.1:1",
+  users = [{ username = "u", password = "p" },
+           { username = ["u"],
+             password = "p" }] }]
+`, []want{{3, "inbounds[0].users[1].username", "expected a string, found an array"}}},
+
+		{"nested arrays three deep", `[[rules]]
+outbound = "direct"
+domain = ["a", [
+   ["b"]]]
+`, []want{{3, "rules[0].domain[1]", "expected a string, found an array"}}},
+
+		{"an inline table where a string goes", `[[rules]]
+outbound = "direct"
+domain = ["a",
+  { b = 1 }]
+`, []want{{4, "rules[0].domain[1]", "expected a string, found an inline table"}}},
+
+		{"an empty array inside an array, after a comment", `[[rules]]
+outbound = "direct"
+port = [ # ports
+  80,
+  [],
+]
+`, []want{{5, "rules[0].port[1]", "expected an integer, found an array"}}},
+
 		{"wireguard reserved written as a string", `[[outbounds]]
 tag = "a"
 type = "wireguard"
@@ -1365,6 +1412,44 @@ members = ["s", "h", "d", "block"]
 				if e.File != "sy.toml" || e.Line != w.line || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
 					t.Errorf("problem %d:\n got  %s\n want sy.toml:%d: %s: ...%s...", i, e, w.line, w.key, w.msg)
 				}
+			}
+		})
+	}
+}
+
+// A problem never repeats a long value or key whole: it keeps its start
+// and notes its length.
+func TestLongValuesAreClipped(t *testing.T) {
+	long := strings.Repeat("a", 1<<20)
+	tests := []struct {
+		name, text string
+		want       want
+	}{
+		{"a listen address", "[[inbounds]]\ntag = \"in\"\ntype = \"socks\"\nlisten = \"" + long + "\"\n",
+			want{4, "inbounds[0].listen", `bad address "aaaa`}},
+		{"a regex", "[[rules]]\noutbound = \"direct\"\ndomain_regex = [\"(" + long + "\"]\n",
+			want{3, "rules[0].domain_regex[0]", `bad regex "(aaa`}},
+		{"an enum", "[log]\nlevel = \"" + long + "\"\n",
+			want{2, "log.level", `"aaaa`}},
+		{"an unknown key", "[log]\n" + long + " = 1\n",
+			want{2, "log.aaaa", `unknown key "aaaa`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), "sy.toml")
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) != 1 {
+				t.Fatalf("want one problem, got %.500v", err)
+			}
+			e := errs[0]
+			if n := len(e.Error()); n > 1000 {
+				t.Errorf("the problem is %d bytes long: %.300s", n, e.Error())
+			}
+			if e.Line != tc.want.line || !strings.HasPrefix(e.Key, tc.want.key) || !strings.Contains(e.Msg, tc.want.msg) {
+				t.Errorf("got %.500s; want line %d, key %s..., text with %s", e, tc.want.line, tc.want.key, tc.want.msg)
+			}
+			if !regexp.MustCompile(`…"? \(\d{7} bytes\)`).MatchString(e.Msg) {
+				t.Errorf("the length of the value is not noted: %.500s", e)
 			}
 		})
 	}

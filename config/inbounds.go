@@ -26,7 +26,7 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 
 		if tag, ok := l.required(key+".tag", f.Tag); ok {
 			if first, dup := l.inboundTags[tag]; dup {
-				l.errorf(key+".tag", "duplicate inbound tag %q (first declared on line %d)", tag, l.ix.line(first))
+				l.errorf(key+".tag", "duplicate inbound tag %q (first declared on line %s)", tag, lineOf(first))
 			} else {
 				l.inboundTags[tag] = key + ".tag"
 			}

@@ -1,187 +1,67 @@
 package config
 
-import (
-	"sort"
+import "github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/pelletier/go-toml/v2/unstable"
-)
-
-// index maps the keys of a document to where they are written. The decoder
-// gives positions only for its own errors; the checks that run after decoding
-// (a bad address, a duplicate tag) find the line of the key they blame here.
+// index maps keys of a document to the line where each is first written.
+// The decoder gives positions only for its own errors; the checks that run
+// after decoding (a bad address, a duplicate tag) find the line of the key
+// they blame here. Lines are looked up after lowering, for the keys that
+// problems name: an index built for a set of keys keeps only theirs, so a
+// file of a million rules with one bad value costs one walk, not a map of
+// every key in it.
 type index struct {
-	lines map[string]int       // key path -> line of its first definition
-	at    map[position]keyPath // where a key or a value starts -> its key path
-	keys  []keyPath            // every key and table header, in document order
-
-	arrays     map[string]int // array-of-tables path -> number of elements so far
-	lineStarts []int          // byte offset where each line starts
+	lines map[string]int // key path -> line of its first definition
+	want  map[string]bool
+	tab   *lineTable
+	buf   []byte
 }
 
 // position is a 1-based line and byte column, as the decoder reports them.
 type position struct{ line, col int }
 
-// maxIndexDepth bounds the paths the index records. The schema is a few
-// levels deep; deeper keys are unknown anyway and are found by the decoder,
-// and indexing them would cost time quadratic in the depth.
-const maxIndexDepth = 16
+// buildIndex indexes every key of data (the tests read whole documents).
+func buildIndex(data []byte) *index { return indexKeys(data, nil) }
 
-// buildIndex walks the document with the unstable parser. Keys, table
-// headers, array-of-tables entries, inline tables and array elements are all
-// indexed. A syntax error stops the walk; what was read before it stays.
-func buildIndex(data []byte) *index {
-	ix := &index{
-		lines:      map[string]int{},
-		at:         map[position]keyPath{},
-		arrays:     map[string]int{},
-		lineStarts: []int{0},
-	}
-	for i, c := range data {
-		if c == '\n' {
-			ix.lineStarts = append(ix.lineStarts, i+1)
-		}
-	}
-	var p unstable.Parser
-	p.Reset(data)
-	var table keyPath
-	skip := false // the current table is too deep to index
-	for p.NextExpression() {
-		n := p.Expression()
-		switch n.Kind {
-		case unstable.Table:
-			names, first := keyNames(n)
-			if skip = first == nil || len(names) > maxIndexDepth; skip {
-				continue
-			}
-			table = ix.resolve(names, ix.pos(first).line)
-			ix.recordKey(table, first)
-		case unstable.ArrayTable:
-			names, first := keyNames(n)
-			if skip = first == nil || len(names) > maxIndexDepth; skip {
-				continue
-			}
-			base := ix.resolve(names, ix.pos(first).line)
-			i := ix.arrays[base.String()]
-			ix.arrays[base.String()] = i + 1
-			table = base.elem(i)
-			ix.recordKey(table, first)
-		case unstable.KeyValue:
-			if !skip {
-				ix.keyValue(table, n)
+// indexKeys indexes the keys in want, and every one of their parents (a
+// missing key is blamed on the closest parent written); nil wants all.
+func indexKeys(data []byte, want []string) *index {
+	ix := &index{lines: map[string]int{}, tab: &lineTable{data: data}}
+	if want != nil {
+		ix.want = map[string]bool{}
+		for _, k := range want {
+			for ; k != "" && !ix.want[k]; k = parentKey(k) {
+				ix.want[k] = true
 			}
 		}
+		if len(ix.want) == 0 {
+			return ix
+		}
 	}
+	walk(data, ix)
 	return ix
 }
 
-// keyNames returns the parts of the key of a table header or key-value, and
-// the node of its first part.
-func keyNames(n *unstable.Node) (names []string, first *unstable.Node) {
-	it := n.Key()
-	for it.Next() {
-		k := it.Node()
-		if first == nil {
-			first = k
-		}
-		names = append(names, string(k.Data))
-	}
-	return names, first
-}
-
-// resolve turns the dotted key of a table header into a path: a prefix that
-// names an array of tables refers to its last element, as in TOML.
-func (ix *index) resolve(names []string, line int) keyPath {
-	var p keyPath
-	for i, name := range names {
-		p = p.key(name)
-		if i < len(names)-1 {
-			if n := ix.arrays[p.String()]; n > 0 {
-				p = p.elem(n - 1)
-			}
-		}
-		ix.noteLine(p, line)
-	}
-	return p
-}
-
-func (ix *index) keyValue(table keyPath, n *unstable.Node) {
-	names, first := keyNames(n)
-	if first == nil || len(table)+len(names) > maxIndexDepth {
+// note records the line of p at off: the first one seen, or an earlier one
+// when a key is written (a key may follow a header that defined it
+// implicitly further down).
+func (ix *index) note(p keyPath, off int, earliest bool) {
+	if off < 0 {
 		return
 	}
-	line := ix.pos(first).line
-	p := table
-	for _, name := range names {
-		p = p.key(name)
-		ix.noteLine(p, line)
-	}
-	ix.recordKey(p, first)
-	ix.value(p, n.Value())
-}
-
-// value indexes a value written at p: where it starts, and inside inline
-// tables and arrays, every key and element.
-func (ix *index) value(p keyPath, v *unstable.Node) {
-	if !v.Valid() {
+	ix.buf = p.appendTo(ix.buf[:0])
+	if ix.want != nil && !ix.want[string(ix.buf)] {
 		return
 	}
-	if v.Raw.Length > 0 {
-		pos := ix.pos(v)
-		ix.at[pos] = p
-		ix.noteLine(p, pos.line)
-	}
-	switch v.Kind {
-	case unstable.InlineTable:
-		it := v.Children()
-		for it.Next() {
-			if kv := it.Node(); kv.Kind == unstable.KeyValue {
-				ix.keyValue(p, kv)
-			}
-		}
-	case unstable.Array:
-		if len(p) >= maxIndexDepth {
-			return
-		}
-		it := v.Children()
-		for i := 0; it.Next(); {
-			if e := it.Node(); e.Kind != unstable.Comment {
-				ix.value(p.elem(i), e)
-				i++
-			}
-		}
-	}
-}
-
-func (ix *index) recordKey(p keyPath, first *unstable.Node) {
-	pos := ix.pos(first)
-	s := p.String()
-	ix.at[pos] = p
-	if _, ok := ix.lines[s]; !ok || pos.line < ix.lines[s] {
-		ix.lines[s] = pos.line
-	}
-	ix.keys = append(ix.keys, p)
-}
-
-// noteLine records the line of p unless p already has one. A line of 0 (an
-// implicit table) is not recorded.
-func (ix *index) noteLine(p keyPath, line int) {
-	if line <= 0 {
+	line := ix.tab.line(off)
+	if l, ok := ix.lines[string(ix.buf)]; ok && (!earliest || l <= line) {
 		return
 	}
-	if _, ok := ix.lines[p.String()]; !ok {
-		ix.lines[p.String()] = line
-	}
+	ix.lines[string(ix.buf)] = line
 }
 
-func (ix *index) pos(n *unstable.Node) position {
-	return ix.lineOf(int(n.Raw.Offset))
-}
-
-// lineOf converts a byte offset to a position.
-func (ix *index) lineOf(offset int) position {
-	i := sort.Search(len(ix.lineStarts), func(i int) bool { return ix.lineStarts[i] > offset }) - 1
-	return position{line: i + 1, col: offset - ix.lineStarts[i] + 1}
-}
+func (ix *index) key(p keyPath, off int, _ bool)             { ix.note(p, off, true) }
+func (ix *index) implicit(p keyPath, off int)                { ix.note(p, off, false) }
+func (ix *index) value(p keyPath, _ *unstable.Node, off int) { ix.note(p, off, false) }
 
 // line returns the line of key k, or of its closest written parent when k
 // itself is not written (a missing required key is blamed on its table).

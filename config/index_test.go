@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 func TestIndexLines(t *testing.T) {
@@ -60,10 +62,25 @@ deep = { list = [[1, 2], [3]] }
 	if got := ix.line("rules[0].outbound"); got != 0 {
 		t.Errorf("a key with nothing written on its way has line %d, want 0", got)
 	}
-	if p, ok := ix.at[position{line: 12, col: 30}]; !ok || p.String() != "inbounds[0].users[1]" {
+	if p, ok := locate([]byte(doc), &lineTable{data: []byte(doc)}, position{line: 12, col: 30}, nil); !ok || p.String() != "inbounds[0].users[1]" {
 		t.Errorf("at 12:30 = %v, %v; want the second users table", p, ok)
 	}
+	// An index for some keys holds those and their parents only.
+	some := indexKeys([]byte(doc), []string{"inbounds[0].users[1].password", "outbounds[0].tag"})
+	if got := len(some.lines); got != 6 {
+		t.Errorf("an index of two keys holds %d lines: %v", got, some.lines)
+	}
+	if got := some.line("inbounds[0].users[1].password"); got != 12 {
+		t.Errorf("line of a wanted key = %d, want 12", got)
+	}
 }
+
+// depths records the deepest path a walk visits.
+type depths struct{ max int }
+
+func (d *depths) key(p keyPath, _ int, _ bool)             { d.max = max(d.max, len(p)) }
+func (d *depths) implicit(p keyPath, _ int)                { d.max = max(d.max, len(p)) }
+func (d *depths) value(p keyPath, _ *unstable.Node, _ int) { d.max = max(d.max, len(p)) }
 
 func TestIndexStopsAtSyntaxError(t *testing.T) {
 	ix := buildIndex([]byte("a = 1\nb = \nc = 3\n"))
@@ -83,14 +100,13 @@ func TestIndexDeepDocuments(t *testing.T) {
 		"dotted header": "[" + strings.Repeat("a.", n) + "b]\nc = 1\n",
 	} {
 		start := time.Now()
-		ix := buildIndex([]byte(doc))
+		var d depths
+		walk([]byte(doc), &d)
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("%s: indexing took %v", name, d)
 		}
-		for _, p := range ix.keys {
-			if len(p) > maxIndexDepth {
-				t.Fatalf("%s: indexed a path of depth %d", name, len(p))
-			}
+		if d.max > maxIndexDepth+1 {
+			t.Fatalf("%s: walked a path of depth %d", name, d.max)
 		}
 		_, err := Parse([]byte(doc), "deep.toml")
 		if err == nil || !strings.HasPrefix(err.Error(), "deep.toml:1: ") {

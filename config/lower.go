@@ -6,18 +6,23 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"switchyard/internal/clip"
 	"switchyard/spec"
 )
 
 // lowerer checks the decoded file and lowers it into a spec. It collects
-// every problem rather than stopping at the first.
+// every problem rather than stopping at the first; their lines are found
+// afterwards, in one walk of the file (placeLines).
 type lowerer struct {
-	ix   *index
 	dir  string // relative paths are relative to it; "" = the working directory
 	errs []*Error
+	// later are problems whose text names the line of another key: they
+	// are worded once lines are known.
+	later []laterError
 
 	// refused holds the keys of inbounds and outbounds whose type was
 	// refused: unknown keys inside them are not worth reporting on top.
@@ -34,9 +39,8 @@ type lowerer struct {
 	rates map[string]userRate
 }
 
-func newLowerer(ix *index, dir string) *lowerer {
+func newLowerer(dir string) *lowerer {
 	return &lowerer{
-		ix:            ix,
 		dir:           dir,
 		inboundTags:   map[string]string{},
 		outboundTags:  map[string]string{},
@@ -46,9 +50,72 @@ func newLowerer(ix *index, dir string) *lowerer {
 }
 
 // errorf records a problem with key, on the line where key is written (or
-// where its table is, for a missing key).
+// where its table is, for a missing key). A string argument is clipped
+// (clip.Value), and so is the text of an error argument (which may quote
+// the value): a problem never repeats a long value whole. A lineOf
+// argument formats as the line of its key.
 func (l *lowerer) errorf(key, format string, args ...any) {
-	l.errs = append(l.errs, &Error{Line: l.ix.line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	e := &Error{Key: key}
+	l.errs = append(l.errs, e)
+	later := false
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			args[i] = clip.Value(a)
+		case error:
+			args[i] = clip.Value(a.Error())
+		case lineOf:
+			later = true
+		}
+	}
+	if later {
+		l.later = append(l.later, laterError{e, format, args})
+		return
+	}
+	e.Msg = fmt.Sprintf(format, args...)
+}
+
+// lineOf, as an argument of errorf for a %s, is the line where its key is
+// written.
+type lineOf string
+
+type laterError struct {
+	e      *Error
+	format string
+	args   []any
+}
+
+// placeLines finds, in one walk of data, the line of every problem that
+// has none yet, and words the problems that name a line.
+func (l *lowerer) placeLines(data []byte, errs []*Error) {
+	var want []string
+	for _, e := range errs {
+		if e.Line == 0 && e.Key != "" {
+			want = append(want, e.Key)
+		}
+	}
+	for _, le := range l.later {
+		for _, a := range le.args {
+			if k, ok := a.(lineOf); ok {
+				want = append(want, string(k))
+			}
+		}
+	}
+	ix := indexKeys(data, want)
+	for _, e := range errs {
+		if e.Line == 0 {
+			e.Line = ix.line(e.Key)
+		}
+	}
+	for _, le := range l.later {
+		for i, a := range le.args {
+			if k, ok := a.(lineOf); ok {
+				le.args[i] = strconv.Itoa(ix.line(string(k)))
+			}
+		}
+		le.e.Msg = fmt.Sprintf(le.format, le.args...)
+	}
+	l.later = nil
 }
 
 func (l *lowerer) lower(f *fileConfig) *spec.Spec {

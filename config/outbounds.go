@@ -26,7 +26,7 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		first := false // this is the first outbound with its tag
 		if tag, ok := l.required(key+".tag", f.Tag); ok {
 			if firstKey, dup := l.outboundTags[tag]; dup {
-				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %d)", tag, l.ix.line(firstKey))
+				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %s)", tag, lineOf(firstKey))
 			} else {
 				l.outboundTags[tag] = key + ".tag"
 				first = true

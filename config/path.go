@@ -26,20 +26,28 @@ func (p keyPath) elem(i int) keyPath {
 
 // String writes the path the way error texts name keys. A key that is not a
 // bare TOML key is quoted.
-func (p keyPath) String() string {
-	var b strings.Builder
+func (p keyPath) String() string { return string(p.appendTo(nil)) }
+
+// appendTo appends the path as String writes it to b.
+func (p keyPath) appendTo(b []byte) []byte {
 	for i, part := range p {
 		switch {
 		case part.isIndex:
-			b.WriteString("[" + strconv.Itoa(part.index) + "]")
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(part.index), 10)
+			b = append(b, ']')
 		case i > 0:
-			b.WriteString("." + quoteKey(part.name))
+			b = append(b, '.')
+			b = appendKey(b, part.name)
 		default:
-			b.WriteString(quoteKey(part.name))
+			b = appendKey(b, part.name)
 		}
 	}
-	return b.String()
+	return b
 }
+
+// clone returns a copy of p that a later walk step does not overwrite.
+func (p keyPath) clone() keyPath { return append(keyPath(nil), p...) }
 
 // last returns the last key name in the path ("" for none).
 func (p keyPath) last() string {
@@ -51,17 +59,18 @@ func (p keyPath) last() string {
 	return ""
 }
 
-func quoteKey(s string) string {
+// appendKey appends a key name, quoted unless it is a bare TOML key.
+func appendKey(b []byte, s string) []byte {
 	if s == "" {
-		return `""`
+		return append(b, `""`...)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return strconv.Quote(s)
+			return strconv.AppendQuote(b, s)
 		}
 	}
-	return s
+	return append(b, s...)
 }
 
 // parentKey strips the last part of a key written by keyPath.String:
@@ -78,3 +87,7 @@ func parentKey(k string) string {
 	}
 	return ""
 }
+
+// quoteKey is a key name as error texts write it: quoted unless it is a
+// bare TOML key.
+func quoteKey(s string) string { return string(appendKey(nil, s)) }

@@ -11,23 +11,49 @@ import (
 )
 
 // rules lowers [[rules]]. Inbound and outbound tags must already be recorded.
+// Only the keys a rule has are looked at (a rule has one or two of them), so
+// a file of many rules builds no key text for the keys it leaves out.
 func (l *lowerer) rules(fs []fileRule) []spec.Rule {
-	var out []spec.Rule
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]spec.Rule, 0, len(fs))
 	for i := range fs {
 		f := &fs[i]
-		key := fmt.Sprintf("rules[%d]", i)
-		r := spec.Rule{
-			Inbound:       l.inboundRefs(key+".inbound", f.Inbound),
-			Domain:        l.domains(key+".domain", f.Domain, false),
-			DomainSuffix:  l.domains(key+".domain_suffix", f.DomainSuffix, true),
-			DomainKeyword: l.domains(key+".domain_keyword", f.DomainKeyword, false),
-			DomainRegex:   l.regexes(key+".domain_regex", f.DomainRegex),
-			IPCIDR:        l.prefixes(key+".ip_cidr", f.IPCIDR),
-			SourceIPCIDR:  l.prefixes(key+".source_ip_cidr", f.SourceIPCIDR),
-			Port:          l.ports(key+".port", f.Port),
-			PortRange:     l.portRanges(key+".port_range", f.PortRange),
-			User:          l.nonEmpty(key+".user", f.User),
-			Protocol:      l.enumList(key+".protocol", f.Protocol, protocols),
+		key := "rules[" + strconv.Itoa(i) + "]"
+		var r spec.Rule
+		if len(f.Inbound) > 0 {
+			r.Inbound = l.inboundRefs(key+".inbound", f.Inbound)
+		}
+		if len(f.Domain) > 0 {
+			r.Domain = l.domains(key+".domain", f.Domain, false)
+		}
+		if len(f.DomainSuffix) > 0 {
+			r.DomainSuffix = l.domains(key+".domain_suffix", f.DomainSuffix, true)
+		}
+		if len(f.DomainKeyword) > 0 {
+			r.DomainKeyword = l.domains(key+".domain_keyword", f.DomainKeyword, false)
+		}
+		if len(f.DomainRegex) > 0 {
+			r.DomainRegex = l.regexes(key+".domain_regex", f.DomainRegex)
+		}
+		if len(f.IPCIDR) > 0 {
+			r.IPCIDR = l.prefixes(key+".ip_cidr", f.IPCIDR)
+		}
+		if len(f.SourceIPCIDR) > 0 {
+			r.SourceIPCIDR = l.prefixes(key+".source_ip_cidr", f.SourceIPCIDR)
+		}
+		if len(f.Port) > 0 {
+			r.Port = l.ports(key+".port", f.Port)
+		}
+		if len(f.PortRange) > 0 {
+			r.PortRange = l.portRanges(key+".port_range", f.PortRange)
+		}
+		if len(f.User) > 0 {
+			r.User = l.nonEmpty(key+".user", f.User)
+		}
+		if len(f.Protocol) > 0 {
+			r.Protocol = l.enumList(key+".protocol", f.Protocol, protocols)
 		}
 		if f.Network != "" && l.oneOf(key+".network", f.Network, networks) {
 			r.Network = f.Network
@@ -44,7 +70,7 @@ func (l *lowerer) rules(fs []fileRule) []spec.Rule {
 // eachString calls fn with the key of every element of vs.
 func eachString(key string, vs []string, fn func(ekey, v string)) {
 	for i, v := range vs {
-		fn(fmt.Sprintf("%s[%d]", key, i), v)
+		fn(key+"["+strconv.Itoa(i)+"]", v)
 	}
 }
 

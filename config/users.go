@@ -23,8 +23,8 @@ func (l *lowerer) userRates(key string, u spec.User, f fileUser) spec.User {
 	case !seen:
 		l.rates[u.Username] = userRate{key: key, up: u.UpMbps, down: u.DownMbps}
 	case first.up != u.UpMbps || first.down != u.DownMbps:
-		l.errorf(key, "user %q is paced at up_mbps = %d, down_mbps = %d on line %d: a user's rates are the same on every inbound",
-			u.Username, first.up, first.down, l.ix.line(first.key))
+		l.errorf(key, "user %q is paced at up_mbps = %d, down_mbps = %d on line %s: a user's rates are the same on every inbound",
+			u.Username, first.up, first.down, lineOf(first.key))
 	}
 	return u
 }

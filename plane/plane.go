@@ -16,7 +16,7 @@ import (
 
 // Rule is one compiled rule and the target it sends to.
 type Rule struct {
-	Match  *route.Rule
+	Match  route.Rule
 	Target *Target
 }
 

@@ -40,6 +40,16 @@ func TestRuleKeys(t *testing.T) {
 		{"user", spec.Rule{User: []string{"u"}}, []netx.Flow{base}, []netx.Flow{{}}},
 		{"protocol", spec.Rule{Protocol: []string{"tls"}}, []netx.Flow{sniffed}, []netx.Flow{base}},
 		{"AND of keys", spec.Rule{Network: "tcp", Port: []uint16{443}, DomainSuffix: []string{"google.com"}}, []netx.Flow{named}, []netx.Flow{base}},
+		{"one suffix, name in capitals with a final dot", spec.Rule{DomainSuffix: []string{".Google.com"}}, []netx.Flow{named, {Dst: netx.DomainAddr("GOOGLE.COM.", 1)}}, []netx.Flow{{Dst: netx.DomainAddr("oogle.com", 1)}}},
+		{"one exact domain via sniffing", spec.Rule{Domain: []string{"API7.example.org"}}, []netx.Flow{sniffed}, []netx.Flow{named}},
+		{"domain keys together", spec.Rule{Domain: []string{"x.org"}, DomainSuffix: []string{"google.com"}, DomainKeyword: []string{"api7"}},
+			[]netx.Flow{named, sniffed, {Dst: netx.DomainAddr("x.org", 1)}}, []netx.Flow{base, {Dst: netx.DomainAddr("y.x.org", 1)}}},
+		{"many exact domains", spec.Rule{Domain: []string{"a", "b", "c", "d", "e", "f", "g", "h", "www.google.com", "j"}}, []netx.Flow{named}, []netx.Flow{sniffed}},
+		{"many inbounds", spec.Rule{Inbound: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "in"}}, []netx.Flow{base}, []netx.Flow{{Inbound: "x"}}},
+		{"ip cidrs", spec.Rule{IPCIDR: []netip.Prefix{netip.MustParsePrefix("fd00::/8"), netip.MustParsePrefix("10.1.0.0/16")}}, []netx.Flow{base}, []netx.Flow{named, {Dst: netx.Addr{IP: ip("10.2.0.1")}}}},
+		{"ports and a range", spec.Rule{Port: []uint16{80}, PortRange: []spec.PortRange{{Lo: 440, Hi: 450}}}, []netx.Flow{base, {Dst: netx.DomainAddr("a", 80)}}, []netx.Flow{{Dst: netx.DomainAddr("a", 451)}}},
+		{"many ports", spec.Rule{Port: []uint16{1, 2, 3, 4, 5, 6, 7, 8, 9, 443}}, []netx.Flow{base}, []netx.Flow{{Dst: netx.DomainAddr("a", 10)}}},
+		{"one user, none given", spec.Rule{User: []string{""}}, nil, []netx.Flow{{}}},
 	}
 	for _, c := range cases {
 		r, err := Compile(c.rule)

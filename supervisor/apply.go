@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"net"
+	"runtime/debug"
 
 	"switchyard/spec"
 )
@@ -15,30 +16,48 @@ import (
 // and the running state stays exactly as it was. Then one new plane is
 // published, drains applied, balancer probes stopped and started, and the
 // inbounds updated. The socket policy is fixed for the process's lifetime.
+//
+// An apply that drops or builds a large rule set returns the memory freed
+// to the operating system before it returns: an idle process would not
+// collect the old plane for up to two minutes, and then return its pages
+// slowly.
 func (sv *Supervisor) Apply(s *spec.Spec) error {
+	large, err := sv.apply(s)
+	if large {
+		debug.FreeOSMemory()
+	}
+	return err
+}
+
+// releaseRules is the size of a rule set, old or new, from which an apply
+// returns freed memory at once.
+const releaseRules = 10_000
+
+func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if sv.closed {
-		return net.ErrClosed
+		return false, net.ErrClosed
 	}
+	large = len(s.Rules) >= releaseRules || len(sv.cell.Load().Rules) >= releaseRules
 	if !spec.Equal(s.Socket, sv.socket) {
 		sv.log.Warn("the [socket] policy applies from the next start; this reload keeps the running one")
 	}
 	deps, err := sv.deps(s)
 	if err != nil {
-		return sv.refuse(err)
+		return large, sv.refuse(err)
 	}
 	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap)
 	if err != nil {
-		return sv.refuse(err)
+		return large, sv.refuse(err)
 	}
 	ins, err := sv.planInbounds(s.Inbounds)
 	if err != nil {
-		return sv.refuse(err)
+		return large, sv.refuse(err)
 	}
 	sv.admit(p, s)
 	sv.commit(p, ins)
-	return nil
+	return large, nil
 }
 
 func (sv *Supervisor) refuse(err error) error {

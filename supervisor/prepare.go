@@ -32,8 +32,13 @@ func prepare(cur *state, s *spec.Spec, deps outbound.Deps) (*prepared, error) {
 // (tests give members a probe target this way).
 func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound) (*prepared, error) {
 	p := plan(cur, s)
+	// The state keeps the spec for the next plan and for what is read of
+	// it after the apply, but not its rules: only the plane's compiled
+	// rules stay, so a large rule set is not held twice.
+	kept := *s
+	kept.Rules = nil
 	next := &state{
-		spec:             s,
+		spec:             &kept,
 		outbounds:        make(map[string]*runOutbound, len(s.Outbounds)),
 		balancers:        make(map[string]*runBalancer, len(s.Balancers)),
 		versions:         p.versions,
@@ -82,6 +87,9 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		targets[st.spec.Tag] = r.target
 	}
 	pl := &plane.Plane{Epoch: next.epoch, Targets: targets, Establish: netx.EstablishTimeout(s.Dial.ConnectTimeout)}
+	if len(s.Rules) > 0 {
+		pl.Rules = make([]plane.Rule, 0, len(s.Rules))
+	}
 	for i, r := range s.Rules {
 		m, err := route.Compile(r)
 		if err != nil {

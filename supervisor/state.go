@@ -6,8 +6,9 @@ import (
 	"switchyard/spec"
 )
 
-// state is what runs: the spec it came from, each outbound's running version,
-// each balancer, and the version counters of every tag ever seen.
+// state is what runs: the spec it came from (without its rules, which the
+// plane holds compiled), each outbound's running version, each balancer,
+// and the version counters of every tag ever seen.
 type state struct {
 	spec             *spec.Spec
 	outbounds        map[string]*runOutbound

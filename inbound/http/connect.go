@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"switchyard/inbound/internal/serve"
+	"switchyard/internal/clip"
 	"switchyard/netx"
 	"switchyard/relay"
 )
@@ -18,7 +19,7 @@ const established = "HTTP/1.1 200 Connection established\r\n\r\n"
 func (ss *session) connect(req *http.Request, user string) {
 	dst, err := netx.ParseAddr(req.URL.Host)
 	if err != nil {
-		ss.log.Debug("http connect refused", "error", err)
+		ss.log.Debug("http connect refused", "error", clip.String(err.Error()))
 		ss.respond(http.StatusBadRequest, false)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"switchyard/internal/clip"
 	"switchyard/netx"
 )
 
@@ -38,7 +39,7 @@ var errUpgrade = errors.New("the origin switched protocols")
 // back. It reports whether the client connection may serve another request.
 func (ss *session) forward(req *http.Request, user, host string) bool {
 	if !strings.EqualFold(req.URL.Scheme, "http") || req.URL.Host == "" {
-		ss.log.Debug("http request refused", "error", "only http:// targets are forwarded", "target", req.RequestURI)
+		ss.log.Debug("http request refused", "error", "only http:// targets are forwarded", "target", clip.String(req.RequestURI))
 		ss.respond(http.StatusBadRequest, false)
 		return false
 	}
@@ -48,7 +49,7 @@ func (ss *session) forward(req *http.Request, user, host string) bool {
 	}
 	dst, err := netx.ParseAddr(net.JoinHostPort(req.URL.Hostname(), port))
 	if err != nil {
-		ss.log.Debug("http request refused", "error", err)
+		ss.log.Debug("http request refused", "error", clip.String(err.Error()))
 		ss.respond(http.StatusBadRequest, false)
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"switchyard/inbound/internal/serve"
+	"switchyard/internal/clip"
 	"switchyard/outbound"
 	"switchyard/route/sniff"
 	"switchyard/track"
@@ -85,12 +86,12 @@ func (ss *session) run() {
 		req, err := http.ReadRequest(ss.br)
 		switch {
 		case errors.Is(err, errHeadTooLarge):
-			ss.log.Debug("http request refused", "error", err)
+			ss.log.Debug("http request refused", "error", clip.String(err.Error()))
 			ss.respond(http.StatusRequestHeaderFieldsTooLarge, false)
 			return
 		case err != nil:
 			if !quietEnd(err) {
-				ss.log.Debug("http request refused", "error", err)
+				ss.log.Debug("http request refused", "error", clip.String(err.Error()))
 				ss.respond(http.StatusBadRequest, false)
 			}
 			return
@@ -104,7 +105,7 @@ func (ss *session) run() {
 			// ones end it. A client waiting for 100 Continue sends no body
 			// to drop.
 			keep := !offered && !req.Close && !hasToken(req.Header, "Expect", "100-continue") && discardBody(req)
-			ss.log.Debug("http proxy authentication failed", "method", req.Method, "target", req.RequestURI, "credentials", offered)
+			ss.log.Debug("http proxy authentication failed", "method", clip.String(req.Method), "target", clip.String(req.RequestURI), "credentials", offered)
 			ss.respond(http.StatusProxyAuthRequired, keep, "Proxy-Authenticate", `Basic realm="switchyard"`)
 			if !keep {
 				return
@@ -119,7 +120,7 @@ func (ss *session) run() {
 			return
 		}
 		if !req.URL.IsAbs() {
-			ss.log.Debug("http request refused", "error", "not a proxy request", "target", req.RequestURI)
+			ss.log.Debug("http request refused", "error", "not a proxy request", "target", clip.String(req.RequestURI))
 			ss.respond(http.StatusBadRequest, false)
 			return
 		}
