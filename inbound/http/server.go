@@ -34,6 +34,9 @@ type Config struct {
 	UDP    bool
 	Users  []spec.User // when set, Proxy-Authorization: Basic is required
 	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT tunnels
+	// MaxUDPAssociations is the SOCKS inbound's (a mixed inbound shares
+	// its config); HTTP has no UDP.
+	MaxUDPAssociations int
 }
 
 // Server serves the HTTP proxy protocol on the listeners it is given.

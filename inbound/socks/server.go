@@ -24,14 +24,18 @@ type Config struct {
 	UDP    bool        // accept UDP ASSOCIATE
 	Users  []spec.User // when set, username/password authentication is required
 	Sniff  bool        // sniff TLS SNI and HTTP Host from CONNECT streams, QUIC SNI and DNS names from UDP packets
+	// MaxUDPAssociations caps the UDP ASSOCIATEs served at once; past it a
+	// request gets a general failure reply. 0 is no cap.
+	MaxUDPAssociations int
 }
 
 // Server serves SOCKS5 on the listeners it is given.
 type Server struct {
-	cfg   Config
-	conn  inbound.Connector
-	log   *slog.Logger
-	conns *serve.Conns
+	cfg    Config
+	conn   inbound.Connector
+	log    *slog.Logger
+	conns  *serve.Conns
+	assocs *associations
 }
 
 // New returns a server handing its flows to c. It opens no socket.
@@ -40,10 +44,11 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		cfg:   cfg,
-		conn:  c,
-		log:   log.With("inbound", cfg.Tag),
-		conns: serve.NewConns(),
+		cfg:    cfg,
+		conn:   c,
+		log:    log.With("inbound", cfg.Tag),
+		conns:  serve.NewConns(),
+		assocs: newAssociations(cfg.MaxUDPAssociations),
 	}
 }
 
@@ -66,4 +71,10 @@ func (s *Server) ServeConn(c net.Conn, first []byte) {
 
 // Close stops accepting, closes every connection and association, and waits
 // for their goroutines.
-func (s *Server) Close() error { return s.conns.Close() }
+func (s *Server) Close() error {
+	err := s.conns.Stop()
+	s.assocs.close()
+	s.conns.Wait()
+	s.assocs.closeWatcher()
+	return err
+}
