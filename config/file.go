@@ -47,6 +47,8 @@ type fileInbound struct {
 	UDP    *bool      `toml:"udp"`
 	Users  []fileUser `toml:"users"`
 	Sniff  bool       `toml:"sniff"`
+
+	MaxUDPAssociations *int64 `toml:"max_udp_associations"`
 }
 
 type fileUser struct {

@@ -59,7 +59,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		Reload: spec.Reload{Drain: spec.DrainKeep},
 		Inbounds: []spec.Inbound{{
 			Tag: "mixed-in", Type: "mixed",
-			Listen: netip.MustParseAddrPort("127.0.0.1:7890"), UDP: true,
+			Listen: netip.MustParseAddrPort("127.0.0.1:7890"), UDP: true, MaxUDPAssociations: 1024,
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Route:     spec.Route{Final: "direct"},
@@ -96,9 +96,9 @@ func TestFullFile(t *testing.T) {
 		Reload: spec.Reload{Drain: spec.DrainClose},
 		Inbounds: []spec.Inbound{
 			{Tag: "socks-in", Type: "socks", Listen: netip.MustParseAddrPort("127.0.0.1:1080"), UDP: true,
-				Users: []spec.User{{Username: "Alice", Password: "secret"}, {Username: "bob"}}},
+				Users: []spec.User{{Username: "Alice", Password: "secret"}, {Username: "bob"}}, MaxUDPAssociations: 1024},
 			{Tag: "http-in", Type: "http", Listen: netip.MustParseAddrPort("[::1]:8080"), Sniff: true},
-			{Tag: "mixed-in", Type: "mixed", Listen: netip.MustParseAddrPort("0.0.0.0:7890")},
+			{Tag: "mixed-in", Type: "mixed", Listen: netip.MustParseAddrPort("0.0.0.0:7890"), MaxUDPAssociations: 64},
 		},
 		Outbounds: []spec.Outbound{
 			{Tag: "out-v4", Type: "direct", AddressFamily: "prefer_ipv4", Drain: spec.DrainKeep, UDP: true},

@@ -69,6 +69,9 @@ type Inbound struct {
 	UDP    bool
 	Users  []User
 	Sniff  bool
+	// MaxUDPAssociations caps the SOCKS5 UDP associations served at once
+	// (socks and mixed); 0 is no cap.
+	MaxUDPAssociations int
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",
