@@ -80,6 +80,17 @@ const (
 // SOCKS5 UDP ASSOCIATE is on for socks and mixed; HTTP has no UDP.
 func defaultInboundUDP(typ string) bool { return typ == "socks" || typ == "mixed" }
 
+// defaultMaxUDPAssociations is how many SOCKS5 UDP associations a socks or
+// mixed inbound serves at once. An association holds a relay socket, its
+// control connection and up to 64 sub-links with their own sockets, so
+// without a cap one client could open associations until the process runs
+// out of descriptors and every other flow fails. 1024 is far beyond what the
+// devices of a home or an office use at once (an application holds one
+// association per UDP socket it proxies: a few per browser or game) and
+// keeps the idle cost bounded (a few KiB and two goroutines each), while
+// leaving most of a common 65,536-descriptor limit to TCP flows.
+const defaultMaxUDPAssociations = 1024
+
 // defaultOutboundUDP is the udp value of an outbound that does not set it:
 // on wherever the outbound carries datagrams (see noUDP).
 func defaultOutboundUDP(typ, transport string) bool { return noUDP(typ, transport) == "" }

@@ -273,6 +273,21 @@ max_concurrent_dials = 0
 			{3, "dial.max_concurrent_dials", "0 is out of range 1.."},
 		}},
 
+		{"udp association caps", `[[inbounds]]
+tag = "s"
+type = "socks"
+listen = "127.0.0.1:1080"
+max_udp_associations = 0
+[[inbounds]]
+tag = "h"
+type = "http"
+listen = "127.0.0.1:8080"
+max_udp_associations = 10
+`, []want{
+			{5, "inbounds[0].max_udp_associations", "0 is out of range 1.."},
+			{10, "inbounds[1].max_udp_associations", "an http inbound has no UDP"},
+		}},
+
 		{"bad enum values", `[log]
 level = "verbose"
 format = "xml"

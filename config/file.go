@@ -51,6 +51,8 @@ type fileInbound struct {
 
 	HandshakeTimeout *string `toml:"handshake_timeout"`
 	MaxHandshakes    *int64  `toml:"max_handshakes"`
+
+	MaxUDPAssociations *int64 `toml:"max_udp_associations"`
 }
 
 type fileUser struct {

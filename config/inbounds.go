@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -64,6 +65,7 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 			}
 			in.UDP = *f.UDP
 		}
+		in.MaxUDPAssociations = l.maxUDPAssociations(key, typ, f.MaxUDPAssociations)
 		in.Users = l.users(key, typ, f.Users)
 		in.Sniff = f.Sniff
 		if f.SOCKS4 && typ == "http" {
@@ -92,6 +94,25 @@ func (l *lowerer) handshakes(key string, f *fileInbound) (time.Duration, int) {
 		}
 	}
 	return timeout, limit
+}
+
+// maxUDPAssociations lowers max_udp_associations: the default on socks and
+// mixed inbounds, refused on http (which has no UDP).
+func (l *lowerer) maxUDPAssociations(key, typ string, n *int64) int {
+	if typ == "http" {
+		if n != nil {
+			l.errorf(key+".max_udp_associations", `an http inbound has no UDP (use type "mixed" for SOCKS5 UDP on the same port)`)
+		}
+		return 0
+	}
+	if n == nil {
+		return defaultMaxUDPAssociations
+	}
+	if *n < 1 || *n > math.MaxInt32 {
+		l.errorf(key+".max_udp_associations", "%d is out of range 1..%d", *n, math.MaxInt32)
+		return defaultMaxUDPAssociations
+	}
+	return int(*n)
 }
 
 // listenAddr parses an inbound's listen address: an IP literal and a port.

@@ -59,7 +59,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		Reload: spec.Reload{Drain: spec.DrainKeep},
 		Inbounds: []spec.Inbound{{
 			Tag: "mixed-in", Type: "mixed",
-			Listen: netip.MustParseAddrPort("127.0.0.1:7890"), UDP: true,
+			Listen: netip.MustParseAddrPort("127.0.0.1:7890"), UDP: true, MaxUDPAssociations: 1024,
 			HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256,
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
@@ -98,11 +98,11 @@ func TestFullFile(t *testing.T) {
 		Inbounds: []spec.Inbound{
 			{Tag: "socks-in", Type: "socks", Listen: netip.MustParseAddrPort("127.0.0.1:1080"), UDP: true,
 				Users:            []spec.User{{Username: "Alice", Password: "secret"}, {Username: "bob", UpMbps: 8, DownMbps: 16}},
-				HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256},
+				HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256, MaxUDPAssociations: 1024},
 			{Tag: "http-in", Type: "http", Listen: netip.MustParseAddrPort("[::1]:8080"), Sniff: true,
 				HandshakeTimeout: 5 * time.Second, MaxHandshakes: 32},
 			{Tag: "mixed-in", Type: "mixed", Listen: netip.MustParseAddrPort("0.0.0.0:7890"),
-				HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256},
+				HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256, MaxUDPAssociations: 64},
 		},
 		Outbounds: []spec.Outbound{
 			{Tag: "out-v4", Type: "direct", AddressFamily: "prefer_ipv4", Drain: spec.DrainKeep, UDP: true},

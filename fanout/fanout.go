@@ -74,10 +74,11 @@ type Link struct {
 
 	drops atomic.Uint64 // packets accepted and never handed to a sub-link
 
-	recv    chan delivery  // sub-link readers hand datagrams to ReadPacket
-	done    chan struct{}  // closed by Close
-	opens   sync.WaitGroup // one per open in progress
-	readers sync.WaitGroup // one reader per sub-link ever opened
+	deliver func([]byte, netx.Addr) // set by PushPackets; guarded by mu
+	recv    chan delivery           // sub-link readers hand datagrams to ReadPacket
+	done    chan struct{}           // closed by Close
+	opens   sync.WaitGroup          // one per open in progress
+	readers sync.WaitGroup          // one reader per sub-link ever opened
 }
 
 var _ netx.PacketLink = (*Link)(nil)

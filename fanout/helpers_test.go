@@ -41,7 +41,7 @@ type byPort struct {
 	to   *plane.Target
 }
 
-func mustCompilePort(tb testing.TB, port uint16) *route.Rule {
+func mustCompilePort(tb testing.TB, port uint16) route.Rule {
 	tb.Helper()
 	m, err := route.Compile(spec.Rule{Port: []uint16{port}})
 	if err != nil {

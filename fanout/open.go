@@ -2,7 +2,6 @@ package fanout
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"switchyard/netx"
@@ -17,18 +16,13 @@ const (
 	MaxQueued = 16
 	// MaxQueuedBytes is the buffer memory one opening sub-link holds: sixteen
 	// MTU-sized packets (in 2 KiB buffers) fit, and so does one datagram of
-	// the largest size.
-	MaxQueuedBytes = 64 << 10
+	// the largest size (64 KiB and room for a header).
+	MaxQueuedBytes = netx.MaxBuf
 )
 
 // OpenBackoff is how long a version whose open failed is not opened again
 // within one association: packets routed to it meanwhile are dropped.
 const OpenBackoff = 2 * time.Second
-
-// smallDatagram is the buffer size of a queued packet that fits an MTU.
-const smallDatagram = 2 << 10
-
-var smallPool = sync.Pool{New: func() any { b := make([]byte, smallDatagram); return &b }}
 
 // queued is a copy of one packet waiting for its sub-link to open, in a
 // pooled buffer.
@@ -42,32 +36,21 @@ type queued struct {
 func (q queued) payload() []byte { return (*q.bp)[:q.n] }
 
 // release returns the packet's buffer to its pool.
-func (q queued) release() {
-	if cap(*q.bp) == smallDatagram {
-		smallPool.Put(q.bp)
-	} else {
-		bufPool.Put(q.bp)
-	}
-}
+func (q queued) release() { netx.PutBuf(q.bp) }
 
 // enqueue copies p onto s's queue and reports whether it fit within
 // MaxQueued and MaxQueuedBytes. Callers hold Link.mu.
 func (s *sub) enqueue(p []byte, to netx.Addr, sn sniffed) bool {
-	size := smallDatagram
-	if len(p) > smallDatagram {
-		size = maxDatagram
-	}
-	if len(p) > maxDatagram || len(s.queue) == MaxQueued || s.queuedBytes+size > MaxQueuedBytes {
+	if len(p) > netx.MaxBuf || len(s.queue) == MaxQueued {
 		return false
 	}
-	var bp *[]byte
-	if size == smallDatagram {
-		bp = smallPool.Get().(*[]byte)
-	} else {
-		bp = bufPool.Get().(*[]byte)
+	bp := netx.GetBuf(len(p))
+	if s.queuedBytes+cap(*bp) > MaxQueuedBytes {
+		netx.PutBuf(bp)
+		return false
 	}
 	s.queue = append(s.queue, queued{bp: bp, n: copy(*bp, p), to: to, sn: sn})
-	s.queuedBytes += size
+	s.queuedBytes += cap(*bp)
 	return true
 }
 
@@ -177,7 +160,7 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		if len(q) == 0 {
 			s.opening = false
 			l.readers.Add(1)
-			go l.read(s)
+			go l.read(s, l.deliver)
 			l.mu.Unlock()
 			return
 		}

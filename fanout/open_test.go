@@ -89,7 +89,7 @@ func TestTheQueueOfAnOpeningSubLinkIsBoundInBytes(t *testing.T) {
 	slow := &scriptedOutbound{gate: make(chan struct{})}
 	a := newAssoc(t, planeOf(t, 1, target("slow", 1, slow)))
 	to := netx.DomainAddr("peer.example", 5)
-	big := strings.Repeat("x", 3000) // more than an MTU: a buffer of the largest size
+	big := strings.Repeat("x", netx.MediumBuf+1000) // a buffer of the largest size
 	a.send(t, big, to)
 	a.send(t, big, to)
 	a.send(t, "small", to)

@@ -2,15 +2,9 @@ package fanout
 
 import (
 	"net"
-	"sync"
 
 	"switchyard/netx"
 )
-
-// maxDatagram is the largest datagram a sub-link reader can receive.
-const maxDatagram = 64 << 10
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, maxDatagram); return &b }}
 
 // delivery is one datagram a reader hands to ReadPacket. buf belongs to the
 // reader, which reuses it only after ReadPacket signals ack.
@@ -20,32 +14,56 @@ type delivery struct {
 	ack  chan<- struct{}
 }
 
-// read receives s's datagrams and hands each to ReadPacket, one at a time.
-// Readers blocked on the hand-off queue in order, so every sub-link with a
-// datagram waiting gets its turn and a busy one cannot starve the others.
+var _ netx.PacketPusher = (*Link)(nil)
+
+// PushPackets makes every sub-link's reader hand its datagrams to deliver
+// itself instead of queueing them for ReadPacket (netx.PacketPusher). Call
+// it before the first WritePacket.
+func (l *Link) PushPackets(deliver func(p []byte, from netx.Addr)) {
+	l.mu.Lock()
+	l.deliver = deliver
+	l.mu.Unlock()
+}
+
+// read receives s's datagrams and hands each on, one at a time: to the
+// function PushPackets set, or to ReadPacket. Readers blocked on the
+// hand-off to ReadPacket queue in order, so every sub-link with a datagram
+// waiting gets its turn and a busy one cannot starve the others. A reader
+// holds a buffer only while a datagram is in flight: it waits for the next
+// one without (netx.WaitPacket) and takes one of the datagram's size class.
 // When s fails it is removed (unless something else removed it first: an
 // eviction, a failed send, Close) and closed; the association goes on.
-func (l *Link) read(s *sub) {
+func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
 	defer l.readers.Done()
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
 	for {
-		n, from, err := s.link.ReadPacket(buf)
+		size, err := netx.WaitPacket(s.link)
 		if err != nil {
+			size = 0 // the read below reports the error, as the link words it
+		}
+		bp := netx.GetBuf(size)
+		n, from, err := s.link.ReadPacket(*bp)
+		if err != nil {
+			netx.PutBuf(bp)
 			if l.remove(s) {
 				s.link.Close()
 				l.debug("udp fan-out: sub-link %s ended: %v", s.id, err)
 			}
 			return
 		}
+		if deliver != nil {
+			deliver((*bp)[:n], from)
+			netx.PutBuf(bp)
+			continue
+		}
 		select {
-		case l.recv <- delivery{buf: buf[:n], from: from, ack: s.ack}:
+		case l.recv <- delivery{buf: (*bp)[:n], from: from, ack: s.ack}:
 		case <-l.done:
+			netx.PutBuf(bp)
 			return
 		}
 		// ReadPacket always acknowledges a datagram it took.
 		<-s.ack
+		netx.PutBuf(bp)
 	}
 }
 

@@ -95,6 +95,10 @@ func (g *guardedLink) ReadPacket(p []byte) (int, netx.Addr, error) {
 	return n, from, g.err(err)
 }
 
+// WaitPacket waits for the inner link's next datagram without taking it
+// (netx.PacketWaiter); ReadPacket then reports a drain.
+func (g *guardedLink) WaitPacket() (int, error) { return netx.WaitPacket(g.link) }
+
 func (g *guardedLink) Close() error {
 	g.once.Do(func() { g.t.remove(g) })
 	return g.link.Close()

@@ -80,6 +80,9 @@ type Inbound struct {
 	// accept; MaxHandshakes bounds the connections in it at once.
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
+	// MaxUDPAssociations caps the SOCKS5 UDP associations served at once
+	// (socks and mixed); 0 is no cap.
+	MaxUDPAssociations int
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",

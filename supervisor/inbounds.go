@@ -25,7 +25,7 @@ type server interface {
 
 func newServer(in spec.Inbound, c inbound.Connector, log *slog.Logger) (server, error) {
 	cfg := socks.Config{Tag: in.Tag, Listen: in.Listen, UDP: in.UDP, Users: in.Users, Sniff: in.Sniff, SOCKS4: in.SOCKS4,
-		HandshakeTimeout: in.HandshakeTimeout, MaxHandshakes: in.MaxHandshakes}
+		HandshakeTimeout: in.HandshakeTimeout, MaxHandshakes: in.MaxHandshakes, MaxUDPAssociations: in.MaxUDPAssociations}
 	switch in.Type {
 	case "socks":
 		return socks.New(cfg, c, log), nil

@@ -67,6 +67,10 @@ func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
 	return n, from, nil
 }
 
+// WaitPacket waits for the inner link's next datagram without taking it
+// (netx.PacketWaiter).
+func (l *Link) WaitPacket() (int, error) { return netx.WaitPacket(l.l) }
+
 // Close unregisters the flow and closes the inner link. It is idempotent.
 func (l *Link) Close() error { return l.m.close() }
 

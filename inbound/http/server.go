@@ -40,6 +40,9 @@ type Config struct {
 	// MaxHandshakes bounds the connections in their handshake at once;
 	// more are closed at once (0: serve.DefaultMaxHandshakes).
 	MaxHandshakes int
+	// MaxUDPAssociations is the SOCKS inbound's (a mixed inbound shares
+	// its config); HTTP has no UDP.
+	MaxUDPAssociations int
 }
 
 // Server serves the HTTP proxy protocol on the listeners it is given.

@@ -58,7 +58,7 @@ func (s *Server) handle(c net.Conn, first []byte, hs *serve.Handshake) {
 		}
 		flow.Network = netx.UDP
 		flow.Dst = netx.Addr{}
-		s.associate(c, flow, log)
+		s.associate(c, flow, req.Dst, log)
 	}
 }
 

@@ -34,16 +34,20 @@ type Config struct {
 	// MaxHandshakes bounds the connections in their handshake at once;
 	// more are closed at once (0: serve.DefaultMaxHandshakes).
 	MaxHandshakes int
+	// MaxUDPAssociations caps the UDP ASSOCIATEs served at once; past it a
+	// request gets a general failure reply. 0 is no cap.
+	MaxUDPAssociations int
 }
 
 // Server serves SOCKS5 on the listeners it is given.
 type Server struct {
-	cfg   Config
-	conn  inbound.Connector
-	log   *slog.Logger
-	conns *serve.Conns
-	hs    *serve.Handshakes
-	guard *serve.Guard
+	cfg    Config
+	conn   inbound.Connector
+	log    *slog.Logger
+	conns  *serve.Conns
+	hs     *serve.Handshakes
+	guard  *serve.Guard
+	assocs *associations
 }
 
 // New returns a server handing its flows to c. It opens no socket.
@@ -53,12 +57,13 @@ func New(cfg Config, c inbound.Connector, log *slog.Logger) *Server {
 	}
 	log = log.With("inbound", cfg.Tag)
 	return &Server{
-		cfg:   cfg,
-		conn:  c,
-		log:   log,
-		conns: serve.NewConns(log),
-		hs:    serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, log),
-		guard: serve.NewGuard(log),
+		cfg:    cfg,
+		conn:   c,
+		log:    log,
+		conns:  serve.NewConns(log),
+		hs:     serve.NewHandshakes(cfg.HandshakeTimeout, cfg.MaxHandshakes, log),
+		guard:  serve.NewGuard(log),
+		assocs: newAssociations(cfg.MaxUDPAssociations),
 	}
 }
 
@@ -103,4 +108,10 @@ func (s *Server) begin(c net.Conn, first []byte) {
 
 // Close stops accepting, closes every connection and association, and waits
 // for their goroutines.
-func (s *Server) Close() error { return s.conns.Close() }
+func (s *Server) Close() error {
+	err := s.conns.Stop()
+	s.assocs.close()
+	s.conns.Wait()
+	s.assocs.closeWatcher()
+	return err
+}

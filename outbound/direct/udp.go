@@ -36,22 +36,10 @@ const (
 	cacheSize      = 64              // names remembered, answers and failures alike
 	maxLookups     = 16              // lookups in flight at once
 	maxQueued      = 16              // datagrams waiting for one name
-	maxQueuedBytes = 64 << 10        // buffer memory waiting for one name
+	maxQueuedBytes = netx.MaxBuf     // buffer memory waiting for one name: 16 MTU-sized, or one of the largest
 	minTTL         = 10 * time.Second
 	maxTTL         = 10 * time.Minute
 	negativeTTL    = 5 * time.Second
-)
-
-// Buffers of the datagrams waiting for a lookup: MTU-sized ones and the
-// largest.
-const (
-	smallDatagram = 2 << 10
-	maxDatagram   = 64 << 10
-)
-
-var (
-	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallDatagram); return &b }}
-	largeBufs = sync.Pool{New: func() any { b := make([]byte, maxDatagram); return &b }}
 )
 
 // resolvingUDP sends each datagram to its own destination, resolving names
@@ -270,16 +258,16 @@ func (l *resolvingUDP) store(name string, e cached) {
 // enqueue copies p onto the lookup's queue and reports whether it fit.
 // Callers hold the link's mu.
 func (lk *lookup) enqueue(p []byte, port uint16) bool {
-	size, pool := smallDatagram, &smallBufs
-	if len(p) > smallDatagram {
-		size, pool = maxDatagram, &largeBufs
-	}
-	if len(p) > maxDatagram || len(lk.queue) == maxQueued || lk.bytes+size > maxQueuedBytes {
+	if len(p) > netx.MaxBuf || len(lk.queue) == maxQueued {
 		return false
 	}
-	bp := pool.Get().(*[]byte)
+	bp := netx.GetBuf(len(p))
+	if lk.bytes+cap(*bp) > maxQueuedBytes {
+		netx.PutBuf(bp)
+		return false
+	}
 	lk.queue = append(lk.queue, waiting{bp: bp, n: copy(*bp, p), port: port})
-	lk.bytes += size
+	lk.bytes += cap(*bp)
 	return true
 }
 
@@ -291,13 +279,7 @@ func (lk *lookup) take() []waiting {
 	return q
 }
 
-func (w waiting) release() {
-	if cap(*w.bp) == smallDatagram {
-		smallBufs.Put(w.bp)
-	} else {
-		largeBufs.Put(w.bp)
-	}
-}
+func (w waiting) release() { netx.PutBuf(w.bp) }
 
 // drop counts n dropped datagrams and logs why at debug level.
 func (l *resolvingUDP) drop(n int, format string, args ...any) {
@@ -311,6 +293,10 @@ func (l *resolvingUDP) debug(format string, args ...any) {
 		l.log.Debug(fmt.Sprintf(format, args...))
 	}
 }
+
+// WaitPacket waits for the next datagram from either family's socket
+// without taking it (netx.PacketWaiter).
+func (l *resolvingUDP) WaitPacket() (int, error) { return l.u.WaitPacket() }
 
 // ReadPacket returns the next datagram from either family's socket.
 func (l *resolvingUDP) ReadPacket(p []byte) (int, netx.Addr, error) {

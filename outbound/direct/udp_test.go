@@ -223,10 +223,11 @@ func TestTheDatagramsWaitingForANameAreBounded(t *testing.T) {
 	if n := l.Dropped(); n != 4 {
 		t.Fatalf("%d dropped past a queue of %d, want 4", n, maxQueued)
 	}
-	// Two datagrams larger than an MTU: the second is past the byte bound.
+	// Two datagrams in the largest buffers: the second is past the byte
+	// bound.
 	big := netx.DomainAddr("big.test", echo.Port())
-	l.send(t, strings.Repeat("x", 3000), big)
-	l.send(t, strings.Repeat("y", 3000), big)
+	l.send(t, strings.Repeat("x", netx.MediumBuf+1000), big)
+	l.send(t, strings.Repeat("y", netx.MediumBuf+1000), big)
 	if n := l.Dropped(); n != 5 {
 		t.Fatalf("%d dropped after two large datagrams, want 5", n)
 	}

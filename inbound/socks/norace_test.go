@@ -1,0 +1,5 @@
+//go:build !race
+
+package socks
+
+const raceEnabled = false
