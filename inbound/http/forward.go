@@ -67,8 +67,8 @@ func (ss *session) forward(req *http.Request, user, host string) bool {
 			return false
 		}
 		if expectContinue {
-			ss.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if ss.bw.Flush() != nil {
+			ss.writer().WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if ss.writer().Flush() != nil {
 				return false
 			}
 			expectContinue = false
@@ -127,10 +127,10 @@ func (ss *session) exchange(up *upstream, req *http.Request) (resp *http.Respons
 		case resp.StatusCode >= 100 && resp.StatusCode < 200:
 			interim = true
 			removeHopByHop(resp.Header)
-			ss.bw.WriteString("HTTP/1.1 " + resp.Status + "\r\n")
-			resp.Header.Write(ss.bw)
-			ss.bw.WriteString("\r\n")
-			if err := ss.bw.Flush(); err != nil {
+			ss.writer().WriteString("HTTP/1.1 " + resp.Status + "\r\n")
+			resp.Header.Write(ss.writer())
+			ss.writer().WriteString("\r\n")
+			if err := ss.writer().Flush(); err != nil {
 				return nil, interim, err
 			}
 		default:
@@ -152,11 +152,11 @@ func (ss *session) writeResponse(req *http.Request, resp *http.Response) bool {
 	if req.Close {
 		resp.Close = true
 	}
-	if err := resp.Write(ss.bw); err != nil {
+	if err := resp.Write(ss.writer()); err != nil {
 		ss.log.Debug("http response failed", "destination", ss.up.key.dst, "error", err)
 		return false
 	}
-	if err := ss.bw.Flush(); err != nil {
+	if err := ss.writer().Flush(); err != nil {
 		return false
 	}
 	if resp.Close {

@@ -51,7 +51,7 @@ type session struct {
 	pr *serve.PrefixReader // the bytes given to ServeConn, then cr
 	lr *headLimit          // pr, bounded while a head is read
 	br *bufio.Reader       // requests are parsed from here
-	bw *bufio.Writer       // responses are written here, then flushed
+	bw *bufio.Writer       // responses are written here, then flushed; see writer
 	up *upstream           // the origin connection kept for the next request
 	us *track.Session      // the session of the user last authenticated; nil while anonymous
 }
@@ -64,10 +64,18 @@ func (s *Server) handle(c net.Conn, first []byte, hs *serve.Handshake) {
 	ss.pr = &serve.PrefixReader{Head: first, R: ss.cr}
 	ss.lr = &headLimit{r: ss.pr}
 	ss.br = bufio.NewReader(ss.lr)
-	ss.bw = bufio.NewWriter(&timed{Conn: c, idle: forwardIdle})
 	defer ss.leave()
 	defer ss.dropUpstream()
 	ss.run()
+}
+
+// writer is where responses are written, made at the first one: a
+// connection still sending its first head holds no write buffer.
+func (ss *session) writer() *bufio.Writer {
+	if ss.bw == nil {
+		ss.bw = bufio.NewWriter(&timed{Conn: ss.c, idle: forwardIdle})
+	}
+	return ss.bw
 }
 
 // run serves requests until one ends the connection. Until a request is
@@ -191,15 +199,15 @@ func (ss *session) respond(code int, keep bool, header ...string) {
 	if ss.s.conns.Context().Err() != nil {
 		return // the server is closing: its connections end without a word
 	}
-	fmt.Fprintf(ss.bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	fmt.Fprintf(ss.writer(), "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
 	for i := 0; i+1 < len(header); i += 2 {
-		fmt.Fprintf(ss.bw, "%s: %s\r\n", header[i], header[i+1])
+		fmt.Fprintf(ss.writer(), "%s: %s\r\n", header[i], header[i+1])
 	}
 	if !keep {
-		ss.bw.WriteString("Connection: close\r\n")
+		ss.writer().WriteString("Connection: close\r\n")
 	}
-	ss.bw.WriteString("Content-Length: 0\r\n\r\n")
-	if ss.bw.Flush() == nil && !keep {
+	ss.writer().WriteString("Content-Length: 0\r\n\r\n")
+	if ss.writer().Flush() == nil && !keep {
 		ss.lingerClose()
 	}
 }
