@@ -94,6 +94,7 @@ func silentOutbounds(tcp, udp string) (config string, ports map[string]int) {
 		{"vless-utls", `type = "vless"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `tls = { server_name = "silent.test", verify = "insecure", fingerprint = "chrome" }`},
 		{"vless-ws", `type = "vless"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "ws", path = "/ws" }`},
 		{"vmess-httpupgrade", `type = "vmess"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "httpupgrade", path = "/up" }`},
+		{"vmess-grpc-h2c", `type = "vmess"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "grpc", service_name = "g" }`},
 		{"vless-grpc", `type = "vless"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "grpc", service_name = "g" }` + "\n" + tls},
 		{"ss-ws", `type = "shadowsocks"` + "\n" + `server = "` + tcp + `"` + "\n" + `method = "aes-128-gcm"` + "\n" + `password = "p"` + "\n" + `transport = { type = "ws", path = "/ss" }`},
 		{"hysteria2", `type = "hysteria2"` + "\n" + `server = "` + udp + `"` + "\n" + `password = "p"` + "\n" + `tls = { server_name = "silent.test", verify = "insecure" }`},
@@ -192,7 +193,7 @@ final = "direct"
 	before, _ := p.stats()
 	round()
 
-	for _, tag := range []string{"socks", "http", "socks-tls", "trojan-tls", "vless-utls", "vless-ws", "vmess-httpupgrade", "vless-grpc", "ss-ws"} {
+	for _, tag := range []string{"socks", "http", "socks-tls", "trojan-tls", "vless-utls", "vless-ws", "vmess-httpupgrade", "vmess-grpc-h2c", "vless-grpc", "ss-ws"} {
 		p.waitLog(`outbound=`+tag+`@v1`, 2, 5*time.Second)
 	}
 	logs := p.logs.String()
