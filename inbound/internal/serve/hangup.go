@@ -14,11 +14,16 @@ import (
 // up while it ran.
 var ErrClientGone = errors.New("the client went away")
 
+// watchAfter is how long a dial runs before its client is watched: most
+// dials are done sooner, and then cost no watcher at all.
+const watchAfter = 50 * time.Millisecond
+
 // WhileConnected runs dial under a context that ends as soon as the client
 // on c hangs up (its FIN or reset arrives), so a dial nobody waits for any
-// more stops at once and frees what it holds. Bytes the client sends
-// meanwhile prove it is there: watching stops and they stay unread. c's
-// read deadline is cleared afterwards.
+// more stops at once and frees what it holds. The client is watched once
+// the dial has run for watchAfter. Bytes the client sends meanwhile prove
+// it is there: watching stops and they stay unread. c's read deadline is
+// cleared afterwards.
 func WhileConnected(ctx context.Context, c net.Conn, dial func(context.Context) (net.Conn, error)) (net.Conn, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -31,16 +36,20 @@ func WhileConnected(ctx context.Context, c net.Conn, dial func(context.Context) 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})
-	go func() {
+	watch := time.AfterFunc(watchAfter, func() {
 		defer close(done)
 		if hungUp(rc) {
 			cancel(ErrClientGone)
 		}
-	}()
+	})
 	up, err := dial(ctx)
-	c.SetReadDeadline(netx.LongAgo) // wakes the watcher
-	<-done
-	c.SetReadDeadline(time.Time{})
+	if !watch.Stop() {
+		// The watcher started: wake it and wait for it, so that nothing
+		// reads c's socket once this returns.
+		c.SetReadDeadline(netx.LongAgo)
+		<-done
+		c.SetReadDeadline(time.Time{})
+	}
 	return up, err
 }
 
