@@ -36,6 +36,11 @@ const (
 	lingerTimeout = 500 * time.Millisecond
 )
 
+// readBuf is the size of a connection's read buffer: a request line and
+// ordinary headers fit; a longer line is gathered by the head parser, under
+// maxHead. Small, as every connection waiting in its handshake holds one.
+const readBuf = 2 << 10
+
 // errHeadTooLarge ends a connection whose request head exceeds maxHead.
 var errHeadTooLarge = errors.New("request head too large")
 
@@ -63,7 +68,7 @@ func (s *Server) handle(c net.Conn, first []byte, hs *serve.Handshake) {
 	ss.cr = &timed{Conn: c}
 	ss.pr = &serve.PrefixReader{Head: first, R: ss.cr}
 	ss.lr = &headLimit{r: ss.pr}
-	ss.br = bufio.NewReader(ss.lr)
+	ss.br = bufio.NewReaderSize(ss.lr, readBuf)
 	defer ss.leave()
 	defer ss.dropUpstream()
 	ss.run()
