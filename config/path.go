@@ -16,14 +16,6 @@ type pathPart struct {
 	isIndex bool
 }
 
-func (p keyPath) key(name string) keyPath {
-	return append(p[:len(p):len(p)], pathPart{name: name})
-}
-
-func (p keyPath) elem(i int) keyPath {
-	return append(p[:len(p):len(p)], pathPart{index: i, isIndex: true})
-}
-
 // String writes the path the way error texts name keys. A key that is not a
 // bare TOML key is quoted.
 func (p keyPath) String() string { return string(p.appendTo(nil)) }
@@ -48,16 +40,6 @@ func (p keyPath) appendTo(b []byte) []byte {
 
 // clone returns a copy of p that a later walk step does not overwrite.
 func (p keyPath) clone() keyPath { return append(keyPath(nil), p...) }
-
-// last returns the last key name in the path ("" for none).
-func (p keyPath) last() string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if !p[i].isIndex {
-			return p[i].name
-		}
-	}
-	return ""
-}
 
 // appendKey appends a key name, quoted unless it is a bare TOML key.
 func appendKey(b []byte, s string) []byte {

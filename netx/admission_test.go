@@ -18,7 +18,7 @@ func TestGateSizeFollowsTheDescriptorLimit(t *testing.T) {
 			t.Errorf("GateSizeFor(%d) = %d, want %d", c.nofile, got, c.want)
 		}
 	}
-	if ProcessGate() != ProcessGate() || ProcessGate().Size() < minProcessGate {
+	if g := ProcessGate(); g != ProcessGate() || g.Size() < minProcessGate {
 		t.Fatal("the process gate is not one fixed gate")
 	}
 }
