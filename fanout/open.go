@@ -24,47 +24,29 @@ const (
 // within one association: packets routed to it meanwhile are dropped.
 const OpenBackoff = 2 * time.Second
 
-// queued is a copy of one packet waiting for its sub-link to open, in a
-// pooled buffer.
-type queued struct {
-	bp *[]byte
-	n  int
+// queued is one packet waiting for its sub-link to open.
+type queued = netx.Held[queuedMeta]
+
+// queuedMeta is what a queued packet keeps: its destination, and what it
+// sniffed to, should it be routed again.
+type queuedMeta struct {
 	to netx.Addr
-	sn sniffed // what the packet sniffed to, should it be routed again
+	sn sniffed
 }
-
-func (q queued) payload() []byte { return (*q.bp)[:q.n] }
-
-// release returns the packet's buffer to its pool.
-func (q queued) release() { netx.PutBuf(q.bp) }
 
 // enqueue copies p onto s's queue and reports whether it fit within
 // MaxQueued and MaxQueuedBytes. Callers hold Link.mu.
 func (s *sub) enqueue(p []byte, to netx.Addr, sn sniffed) bool {
-	if len(p) > netx.MaxBuf || len(s.queue) == MaxQueued {
-		return false
-	}
-	bp := netx.GetBuf(len(p))
-	if s.queuedBytes+cap(*bp) > MaxQueuedBytes {
-		netx.PutBuf(bp)
-		return false
-	}
-	s.queue = append(s.queue, queued{bp: bp, n: copy(*bp, p), to: to, sn: sn})
-	s.queuedBytes += cap(*bp)
-	return true
+	return s.queue.Push(p, queuedMeta{to, sn}, MaxQueued, MaxQueuedBytes)
 }
 
 // take empties s's queue and returns what it held. Callers hold Link.mu.
-func (s *sub) take() []queued {
-	q := s.queue
-	s.queue, s.queuedBytes = nil, 0
-	return q
-}
+func (s *sub) take() []queued { return s.queue.Take() }
 
 // discard drops queued packets, counted, and returns their buffers.
 func (l *Link) discard(q []queued) {
 	for _, p := range q {
-		p.release()
+		p.Release()
 	}
 	l.drops.Add(uint64(len(q)))
 }
@@ -136,8 +118,8 @@ func (l *Link) reroute(s *sub) {
 // and returns their buffers.
 func (l *Link) resend(q []queued) {
 	for _, p := range q {
-		l.write(p.payload(), p.to, p.sn)
-		p.release()
+		l.write(p.Payload(), p.Meta.to, p.Meta.sn)
+		p.Release()
 	}
 }
 
@@ -166,7 +148,7 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		}
 		l.mu.Unlock()
 		for i, p := range q {
-			if err := link.WritePacket(p.payload(), p.to); err != nil {
+			if err := link.WritePacket(p.Payload(), p.Meta.to); err != nil {
 				l.mu.Lock()
 				removed := l.detach(s)
 				rest := s.take()
@@ -186,7 +168,7 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 				l.discard(rest)
 				return
 			}
-			p.release()
+			p.Release()
 		}
 	}
 }

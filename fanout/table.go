@@ -25,10 +25,9 @@ type sub struct {
 
 	// opening is set from the sub-link's creation until its opener has
 	// flushed the queue: while it is, packets for it are queued. Guarded by
-	// Link.mu, as are queue and queuedBytes.
-	opening     bool
-	queue       []queued
-	queuedBytes int // buffer capacity queue holds
+	// Link.mu, as is queue.
+	opening bool
+	queue   netx.HeldQueue[queuedMeta]
 	// cancel ends the open; eviction and Close call it.
 	cancel context.CancelFunc
 }

@@ -71,17 +71,10 @@ type cached struct {
 	expires time.Time
 }
 
-// lookup is one lookup in flight and the datagrams waiting for it.
+// lookup is one lookup in flight and the datagrams waiting for it, each
+// with its destination port.
 type lookup struct {
-	queue []waiting
-	bytes int // buffer capacity queue holds
-}
-
-// waiting is a copy of one datagram, in a pooled buffer.
-type waiting struct {
-	bp   *[]byte
-	n    int
-	port uint16
+	queue netx.HeldQueue[uint16]
 }
 
 func newResolvingUDP(u *netx.DualUDP, r netx.Resolver, s netx.Strategy, log *slog.Logger) *resolvingUDP {
@@ -219,18 +212,18 @@ func (l *resolvingUDP) lookup(name string, lk *lookup) {
 				if closed {
 					l.drops.Add(1)
 				} else {
-					l.drop(1, "freedom: dropping a datagram to an unresolvable %s", netx.DomainAddr(name, w.port))
+					l.drop(1, "freedom: dropping a datagram to an unresolvable %s", netx.DomainAddr(name, w.Meta))
 				}
-				w.release()
+				w.Release()
 			}
 			return
 		}
 		l.mu.Unlock()
 		for _, w := range q {
-			if err := l.u.WriteTo((*w.bp)[:w.n], netip.AddrPortFrom(ip, w.port)); err != nil {
+			if err := l.u.WriteTo(w.Payload(), netip.AddrPortFrom(ip, w.Meta)); err != nil {
 				l.drop(1, "freedom: dropping a datagram to %s: %v", name, err)
 			}
-			w.release()
+			w.Release()
 		}
 	}
 }
@@ -258,28 +251,12 @@ func (l *resolvingUDP) store(name string, e cached) {
 // enqueue copies p onto the lookup's queue and reports whether it fit.
 // Callers hold the link's mu.
 func (lk *lookup) enqueue(p []byte, port uint16) bool {
-	if len(p) > netx.MaxBuf || len(lk.queue) == maxQueued {
-		return false
-	}
-	bp := netx.GetBuf(len(p))
-	if lk.bytes+cap(*bp) > maxQueuedBytes {
-		netx.PutBuf(bp)
-		return false
-	}
-	lk.queue = append(lk.queue, waiting{bp: bp, n: copy(*bp, p), port: port})
-	lk.bytes += cap(*bp)
-	return true
+	return lk.queue.Push(p, port, maxQueued, maxQueuedBytes)
 }
 
 // take empties the queue and returns what it held. Callers hold the link's
 // mu.
-func (lk *lookup) take() []waiting {
-	q := lk.queue
-	lk.queue, lk.bytes = nil, 0
-	return q
-}
-
-func (w waiting) release() { netx.PutBuf(w.bp) }
+func (lk *lookup) take() []netx.Held[uint16] { return lk.queue.Take() }
 
 // drop counts n dropped datagrams and logs why at debug level.
 func (l *resolvingUDP) drop(n int, format string, args ...any) {
