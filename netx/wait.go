@@ -8,14 +8,18 @@ import (
 // A PacketWaiter is a PacketLink that can wait for its next datagram
 // without taking it, so that its reader holds no buffer while it waits.
 type PacketWaiter interface {
-	// WaitPacket blocks until a datagram can be read and returns its size
-	// (the largest size when the link cannot tell), or the error the next
-	// ReadPacket would return. It is called by the link's reader only.
+	// WaitPacket blocks until a datagram can be read and returns its size,
+	// or the error the next ReadPacket would return. The size may be an
+	// upper bound of what that ReadPacket returns (a link that strips a
+	// header counts it; MaxBuf when the link cannot tell), never less: a
+	// buffer of that size takes the datagram whole. It is called by the
+	// link's reader only, each time before its ReadPacket, never
+	// concurrently with it; Close may run meanwhile and ends the wait.
 	WaitPacket() (int, error)
 }
 
 // WaitPacket waits for l's next datagram when l can (PacketWaiter) and
-// returns its size; for any other link it returns MaxBuf at once, and the
+// returns its size, or an upper bound of it; for any other link it returns MaxBuf at once, and the
 // reader then waits in ReadPacket with a buffer of that size. Wrappers of a
 // link forward it with this function.
 func WaitPacket(l PacketLink) (int, error) {

@@ -47,6 +47,15 @@ func (l *Link) WritePacket(p []byte, _ netx.Addr) error {
 	}
 }
 
+var _ netx.PacketWaiter = (*Link)(nil)
+
+// WaitPacket blocks until Close, as ReadPacket does, so that the reader
+// holds no buffer meanwhile (netx.PacketWaiter).
+func (l *Link) WaitPacket() (int, error) {
+	<-l.closed
+	return 0, net.ErrClosed
+}
+
 func (l *Link) ReadPacket([]byte) (int, netx.Addr, error) {
 	<-l.closed
 	return 0, netx.Addr{}, net.ErrClosed

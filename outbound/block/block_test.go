@@ -41,3 +41,19 @@ func TestLinkSwallowsUntilClosed(t *testing.T) {
 		t.Fatalf("write after close: %v", err)
 	}
 }
+
+// WaitPacket blocks until Close and then fails with net.ErrClosed.
+func TestLinkWaitPacket(t *testing.T) {
+	l := &Link{closed: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() { _, err := l.WaitPacket(); errc <- err }()
+	select {
+	case err := <-errc:
+		t.Fatalf("WaitPacket returned %v before Close", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.Close()
+	if err := <-errc; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("WaitPacket after Close: %v", err)
+	}
+}

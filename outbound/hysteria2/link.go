@@ -13,7 +13,8 @@ import (
 // packetLink is a UDP session on the connection: each packet carries its
 // peer's address, and core/v2 fragments and reassembles what exceeds one
 // QUIC datagram. WritePacket is called from one goroutine, ReadPacket from
-// another, Close from any.
+// another, Close from any; WaitPacket is called by the reader only, before
+// its ReadPacket.
 type packetLink struct {
 	udp    client.HyUDPConn
 	conn   *conn
@@ -21,9 +22,18 @@ type packetLink struct {
 	closed atomic.Bool
 	gone   atomic.Bool // the session ended with its connection
 	names  authorities // WritePacket's own
+
+	// The reply WaitPacket received, for ReadPacket: core/v2 gives each
+	// reply a slice of its own, so it is kept as it is.
+	pending     bool
+	pendingData []byte
+	pendingFrom netx.Addr
 }
 
-var _ netx.PacketLink = (*packetLink)(nil)
+var (
+	_ netx.PacketLink   = (*packetLink)(nil)
+	_ netx.PacketWaiter = (*packetLink)(nil)
+)
 
 func newPacketLink(u client.HyUDPConn, c *conn, o *Outbound) *packetLink {
 	return &packetLink{udp: u, conn: c, out: o}
@@ -58,33 +68,61 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	return fmt.Errorf("hysteria2: sending to %s: %w", to, err)
 }
 
+// WaitPacket blocks until the next reply is received and returns its exact
+// size (netx.PacketWaiter); the reply is kept for the next ReadPacket. It
+// fails as ReadPacket would. Only the reader calls it, before its
+// ReadPacket.
+func (l *packetLink) WaitPacket() (int, error) {
+	if !l.pending {
+		data, from, err := l.receive()
+		if err != nil {
+			return 0, err
+		}
+		l.pending, l.pendingData, l.pendingFrom = true, data, from
+	}
+	return len(l.pendingData), nil
+}
+
 // ReadPacket returns the next reply with the peer it came from. A reply
 // whose source does not parse, or has port 0, is skipped. Once the
 // connection is gone the link fails for good.
 func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
+	data, from := l.pendingData, l.pendingFrom
+	if l.pending {
+		l.pending, l.pendingData, l.pendingFrom = false, nil, netx.Addr{}
+	} else {
+		var err error
+		if data, from, err = l.receive(); err != nil {
+			return 0, netx.Addr{}, err
+		}
+	}
+	if len(data) > len(p) {
+		return 0, from, errFrameTooLarge
+	}
+	return copy(p, data), from, nil
+}
+
+// receive returns the next reply whose source parses.
+func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 	for {
 		data, addr, err := l.udp.Receive()
 		if err != nil {
 			if l.closed.Load() {
-				return 0, netx.Addr{}, net.ErrClosed
+				return nil, netx.Addr{}, net.ErrClosed
 			}
 			// Only the connection's end closes a session this link did not.
 			l.gone.Store(true)
 			l.out.slot.lost(l.conn)
-			return 0, netx.Addr{}, errGone
+			return nil, netx.Addr{}, errGone
 		}
-		from, ok := parseAuthority(addr)
-		if !ok {
-			continue
+		if from, ok := parseAuthority(addr); ok {
+			return data, from, nil
 		}
-		if len(data) > len(p) {
-			return 0, from, errFrameTooLarge
-		}
-		return copy(p, data), from, nil
 	}
 }
 
-// Close ends the session; a pending ReadPacket returns net.ErrClosed. The
+// Close ends the session; a pending WaitPacket or ReadPacket returns
+// net.ErrClosed. The
 // connection stays up for the other flows.
 func (l *packetLink) Close() error {
 	if l.closed.CompareAndSwap(false, true) {

@@ -128,7 +128,12 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 			errs = append(errs, fmt.Errorf("%s: %w", server, err))
 			continue
 		}
-		return newPacketLink(sock, server, client, o.log), nil
+		l, err := newPacketLink(sock, server, client, o.log)
+		if err != nil {
+			sock.Close()
+			return nil, fmt.Errorf("shadowsocks[%s] udp: %w", o.tag, err)
+		}
+		return l, nil
 	}
 	return nil, fmt.Errorf("shadowsocks[%s] udp: no local socket for the server: %w", o.tag, errors.Join(errs...))
 }

@@ -42,7 +42,13 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 		control.Close()
 		return nil, fmt.Errorf("socks: binding the relay socket: %w", err)
 	}
-	return newLink(control, udp, relay), nil
+	l, err := newLink(control, udp, relay)
+	if err != nil {
+		control.Close()
+		udp.Close()
+		return nil, fmt.Errorf("socks: the relay socket: %w", err)
+	}
+	return l, nil
 }
 
 // relayAddr is where the association's datagrams go: the address the reply

@@ -385,7 +385,8 @@ func TestAssociateFrameLimit(t *testing.T) {
 	}
 }
 
-// In steady state a datagram out and its reply in allocate nothing.
+// In steady state a datagram out and its reply in, waited for and read,
+// allocate nothing.
 func TestAssociateAllocations(t *testing.T) {
 	_, addr := startRelay(t, "udp4", "", "", nil)
 	l := dialPacket(t, newOutbound(t, addr, "", "", nil))
@@ -394,6 +395,9 @@ func TestAssociateAllocations(t *testing.T) {
 	buf := make([]byte, 2048)
 	allocs := testing.AllocsPerRun(50, func() {
 		if err := l.WritePacket(payload, peer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.WaitPacket(); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := l.ReadPacket(buf); err != nil {

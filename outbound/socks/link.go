@@ -13,11 +13,12 @@ import (
 	"switchyard/protocol/socks5"
 )
 
-// Buffer sizes of one association.
+// Buffer sizes of one association. A datagram from the relay is read into
+// the reader's own buffer; the link keeps none of that size.
 const (
-	recvBufSize = 64 << 10 // the largest relay datagram read
-	sinkSize    = 256      // what the control connection is drained into
-	scratchSize = 2048     // the initial capacity of the outgoing datagram buffer
+	sinkSize    = 256                        // what the control connection is drained into
+	scratchSize = 2048                       // the initial capacity of the outgoing datagram buffer
+	shortSize   = 2 * socks5.MaxUDPHeaderLen // a datagram read for a buffer too short for a header
 )
 
 // The largest UDP payload one datagram carries over IPv4 and over IPv6.
@@ -31,7 +32,8 @@ const (
 // header naming its own peer.
 //
 // WritePacket, ReadPacket and Close may run concurrently, one goroutine
-// each; a goroutine of the link's own drains the control connection until
+// each; WaitPacket is called by the reader only, before its ReadPacket. A
+// goroutine of the link's own drains the control connection until
 // it ends or Close closes it.
 type link struct {
 	control  net.Conn
@@ -39,9 +41,10 @@ type link struct {
 	relay    netip.AddrPort // unmapped
 	maxFrame int
 
-	rbuf   []byte           // ReadPacket's alone
-	parser socks5.UDPParser // ReadPacket's alone
-	wbuf   []byte           // WritePacket's alone
+	wait   *netx.DatagramWaiter // the reader's alone
+	short  [shortSize]byte      // the reader's alone
+	parser socks5.UDPParser     // the reader's alone
+	wbuf   []byte               // WritePacket's alone
 
 	ended   atomic.Bool // the control connection ended
 	mu      sync.Mutex  // guards pending
@@ -52,15 +55,22 @@ type link struct {
 	watched   chan struct{} // closed when the control drain returns
 }
 
-var _ netx.PacketLink = (*link)(nil)
+var (
+	_ netx.PacketLink   = (*link)(nil)
+	_ netx.PacketWaiter = (*link)(nil)
+)
 
-func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort) *link {
+func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort) (*link, error) {
+	wait, err := netx.NewDatagramWaiter(udp)
+	if err != nil {
+		return nil, err
+	}
 	l := &link{
 		control:  control,
 		udp:      udp,
 		relay:    relay,
 		maxFrame: maxDatagram4,
-		rbuf:     make([]byte, recvBufSize),
+		wait:     wait,
 		wbuf:     make([]byte, 0, scratchSize),
 		watched:  make(chan struct{}),
 	}
@@ -68,7 +78,7 @@ func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort) *link {
 		l.maxFrame = maxDatagram6
 	}
 	go l.drain()
-	return l
+	return l, nil
 }
 
 // drain reads the control connection into a sink until it ends. Its end,
@@ -94,6 +104,20 @@ func (l *link) drain() {
 		l.udp.SetReadDeadline(netx.LongAgo)
 		return
 	}
+}
+
+// controlEnded is the error controlErr would return next, without taking
+// it: nil while the control connection is open.
+func (l *link) controlEnded() error {
+	if !l.ended.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending != nil {
+		return l.pending
+	}
+	return ErrControlClosed
 }
 
 // controlErr is nil while the control connection is open. Once it ended, a
@@ -140,11 +164,48 @@ func (l *link) WritePacket(p []byte, to netx.Addr) error {
 	return nil
 }
 
+// WaitPacket blocks until a datagram from the relay socket can be read and
+// returns its size, without taking it (netx.PacketWaiter). The size is an
+// upper bound of what the next ReadPacket returns: it counts the SOCKS5
+// header, and the datagram may come from another source or not parse, and
+// be skipped. It fails with the error the next ReadPacket would return:
+// net.ErrClosed after Close, the control connection's end once it ended.
+// Only the reader calls it, before its ReadPacket.
+//
+// A skipped datagram makes ReadPacket wait for the next one with the
+// buffer it was given: the socket is not connected, so the kernel lets
+// through datagrams from any source, and only reading one tells.
+func (l *link) WaitPacket() (int, error) {
+	if l.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	if err := l.controlEnded(); err != nil {
+		return 0, err
+	}
+	n, err := l.wait.Wait()
+	if err != nil {
+		if l.closed.Load() {
+			return 0, net.ErrClosed
+		}
+		if cerr := l.controlEnded(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, err
+	}
+	return n, nil
+}
+
 // ReadPacket returns the payload of the next datagram from the relay and
 // the peer its header names. Datagrams from any other source and datagrams
 // whose header does not parse are skipped; a payload longer than p is
-// truncated, as UDP does.
+// truncated, as UDP does. The datagram is read into p itself, so p of the
+// size WaitPacket returned holds it whole; a p too short for a header is
+// read through a small buffer of the link's.
 func (l *link) ReadPacket(p []byte) (int, netx.Addr, error) {
+	buf := p
+	if len(p) < socks5.MaxUDPHeaderLen {
+		buf = l.short[:]
+	}
 	for {
 		if l.closed.Load() {
 			return 0, netx.Addr{}, net.ErrClosed
@@ -152,7 +213,7 @@ func (l *link) ReadPacket(p []byte) (int, netx.Addr, error) {
 		if err := l.controlErr(); err != nil {
 			return 0, netx.Addr{}, err
 		}
-		n, from, err := l.udp.ReadFromUDPAddrPort(l.rbuf)
+		n, from, err := l.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if l.closed.Load() {
 				return 0, netx.Addr{}, net.ErrClosed
@@ -165,7 +226,7 @@ func (l *link) ReadPacket(p []byte) (int, netx.Addr, error) {
 		if netip.AddrPortFrom(from.Addr().Unmap(), from.Port()) != l.relay {
 			continue
 		}
-		peer, payload, err := l.parser.Parse(l.rbuf[:n])
+		peer, payload, err := l.parser.Parse(buf[:n])
 		if err != nil {
 			continue
 		}

@@ -12,12 +12,14 @@ import (
 
 // packetLink is a UDP link through VMess: one chunk per datagram, all to the
 // one target the request header named. WritePacket is called from one
-// goroutine and ReadPacket from another; Close may come from any.
+// goroutine and ReadPacket from another; WaitPacket is called by the reader
+// only, before its ReadPacket; Close may come from any.
 type packetLink struct {
 	conn   net.Conn
 	target netx.Addr
 
-	rd frameReader
+	rd      frameReader
+	pending []byte // the payload WaitPacket decoded, in rd's buffer; nil: none
 
 	enc  *protocol.Encoder
 	wbuf []byte
@@ -62,17 +64,41 @@ func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
 	return err
 }
 
+var (
+	_ netx.PacketLink   = (*packetLink)(nil)
+	_ netx.PacketWaiter = (*packetLink)(nil)
+)
+
+// WaitPacket blocks until the next datagram's chunk is read and opened, and
+// returns the exact size of its payload (netx.PacketWaiter); the payload
+// stays in the link's read buffer for the next ReadPacket. It fails as
+// ReadPacket would. Only the reader calls it, before its ReadPacket.
+func (l *packetLink) WaitPacket() (int, error) {
+	if l.pending == nil {
+		payload, err := l.rd.next()
+		if err != nil {
+			return 0, err
+		}
+		l.pending = payload
+	}
+	return len(l.pending), nil
+}
+
 // ReadPacket returns the next datagram from the target. A datagram longer
 // than p is cut to p's length, as a UDP socket does.
 func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
-	payload, err := l.rd.next()
-	if err != nil {
-		return 0, netx.Addr{}, err
+	payload := l.pending
+	l.pending = nil
+	if payload == nil {
+		var err error
+		if payload, err = l.rd.next(); err != nil {
+			return 0, netx.Addr{}, err
+		}
 	}
 	return copy(p, payload), l.target, nil
 }
 
-// Close closes the upstream, which ends a pending ReadPacket; it is
+// Close closes the upstream, which ends a pending WaitPacket or ReadPacket; it is
 // idempotent.
 func (l *packetLink) Close() error {
 	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })

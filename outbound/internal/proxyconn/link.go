@@ -29,7 +29,8 @@ type Framing interface {
 
 // Link is a datagram link over one established stream: every packet, both
 // ways, is a frame of its Framing. WritePacket, ReadPacket and Close may
-// each run on their own goroutine.
+// each run on their own goroutine; WaitPacket is called by the reader only,
+// before its ReadPacket.
 type Link struct {
 	conn    net.Conn
 	framing Framing
@@ -41,11 +42,20 @@ type Link struct {
 	br  *bufio.Reader
 	bad error // the error that ended reading; final
 
+	// The packet WaitPacket opened, still buffered in br, for ReadPacket.
+	pending  bool
+	payload  []byte // aliases br's buffer
+	from     netx.Addr
+	frameLen int
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ netx.PacketLink = (*Link)(nil)
+var (
+	_ netx.PacketLink   = (*Link)(nil)
+	_ netx.PacketWaiter = (*Link)(nil)
+)
 
 // NewLink returns the link over c. bufSize sizes both of its buffers, so it
 // bounds one frame each way; a packet whose payload and reserve (the
@@ -73,31 +83,56 @@ func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 	return err
 }
 
+// WaitPacket blocks until the next packet's frame is buffered whole, opens
+// it and returns the exact size of its payload (netx.PacketWaiter); the
+// frame stays buffered, and the next ReadPacket copies the payload out.
+// Frames that carry no packet are skipped. It fails as ReadPacket would,
+// with the same errors and the same resumption after a deadline. Only the
+// reader calls it, before its ReadPacket.
+func (l *Link) WaitPacket() (int, error) {
+	if err := l.open(); err != nil {
+		return 0, err
+	}
+	return len(l.payload), nil
+}
+
 // ReadPacket returns the next packet from the upstream, truncated to p, and
 // the peer it came from. A read cut by a deadline loses nothing: the next
 // call resumes the same frame. Any other error, a clean end of the stream
 // (io.EOF) included, is returned again by every later call.
 func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
-	for {
+	if err := l.open(); err != nil {
+		return 0, netx.Addr{}, err
+	}
+	n := copy(p, l.payload)
+	from := l.from
+	l.br.Discard(l.frameLen)
+	l.pending, l.payload, l.from = false, nil, netx.Addr{}
+	return n, from, nil
+}
+
+// open makes the next packet pending, unless one is: it reads frames until
+// one carries a packet, and skips the others.
+func (l *Link) open() error {
+	for !l.pending {
 		if l.bad != nil {
-			return 0, netx.Addr{}, l.bad
+			return l.bad
 		}
 		frame, err := l.peekFrame()
 		if err != nil {
-			return 0, netx.Addr{}, l.fail(err)
+			return l.fail(err)
 		}
 		payload, from, ok, err := l.framing.OpenFrame(frame)
 		if err != nil {
-			return 0, netx.Addr{}, l.fail(err)
+			return l.fail(err)
 		}
 		if !ok {
 			l.br.Discard(len(frame))
 			continue
 		}
-		n := copy(p, payload)
-		l.br.Discard(len(frame))
-		return n, from, nil
+		l.pending, l.payload, l.from, l.frameLen = true, payload, from, len(frame)
 	}
+	return nil
 }
 
 // peekFrame returns the next whole frame buffered in br, as the framing
@@ -141,7 +176,7 @@ func (l *Link) fail(err error) error {
 	return err
 }
 
-// Close closes the stream, which ends a blocked ReadPacket.
+// Close closes the stream, which ends a blocked WaitPacket or ReadPacket.
 func (l *Link) Close() error {
 	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })
 	return l.closeErr

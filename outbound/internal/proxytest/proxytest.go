@@ -178,7 +178,9 @@ func (h *Hook) Networks() []string {
 // PacketsAllocateNothing requires that, once l has carried a packet to each
 // peer and back, sending one and reading the answer allocate nothing. l's
 // server answers each packet with the same payload; attributed is the peer
-// a reply to peer comes from.
+// a reply to peer comes from. A link that waits for its packets
+// (netx.PacketWaiter) is waited on before each read, and the size it
+// waits for must hold the payload.
 func PacketsAllocateNothing(t *testing.T, l netx.PacketLink, peers []netx.Addr, attributed func(peer netx.Addr) netx.Addr) {
 	t.Helper()
 	payload := make([]byte, 1200)
@@ -187,6 +189,11 @@ func PacketsAllocateNothing(t *testing.T, l netx.PacketLink, peers []netx.Addr, 
 		for _, peer := range peers {
 			if err := l.WritePacket(payload, peer); err != nil {
 				t.Fatal(err)
+			}
+			if w, ok := l.(netx.PacketWaiter); ok {
+				if size, err := w.WaitPacket(); err != nil || size < len(payload) {
+					t.Fatalf("WaitPacket: %d, %v; want at least %d", size, err, len(payload))
+				}
 			}
 			if n, from, err := l.ReadPacket(buf); err != nil || n != len(payload) || from != attributed(peer) {
 				t.Fatalf("%d bytes from %v: %v", n, from, err)
