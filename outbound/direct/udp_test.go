@@ -165,6 +165,11 @@ func TestALookupInFlightHoldsUpNoDatagram(t *testing.T) {
 		}
 	}
 	<-sent
+	// The one lookup runs on a goroutine of its own: it may start after
+	// the last send.
+	for end := time.Now().Add(5 * time.Second); r.lookups("slow.test") == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if n := r.lookups("slow.test"); n != 1 {
 		t.Fatalf("%d lookups of slow.test, want 1", n)
 	}
