@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -45,20 +46,46 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// Peers listen on ports picked below the kernel's ephemeral range (32768
+// up on Linux), which ":0" listeners and outgoing connections of the other
+// test binaries running meanwhile draw from: a port found free here is not
+// taken by one of them before the peer binds it. usedPorts keeps this
+// binary from handing out one port twice.
+const (
+	peerPortLo = 20000
+	peerPortHi = 32767
+)
+
+var usedPorts struct {
+	sync.Mutex
+	m map[int]bool
+}
+
 // freePort returns a loopback port nothing listens on (TCP and UDP).
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 20 {
-		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	usedPorts.Lock()
+	defer usedPorts.Unlock()
+	if usedPorts.m == nil {
+		usedPorts.m = map[int]bool{}
+	}
+	for range 200 {
+		port := peerPortLo + mrand.IntN(peerPortHi-peerPortLo+1)
+		if usedPorts.m[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		if pc, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			pc.Close()
-			return port
+		pc, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
 		}
+		pc.Close()
+		usedPorts.m[port] = true
+		return port
 	}
 	t.Fatal("no free port")
 	return 0
@@ -110,6 +137,14 @@ func startPeer(t *testing.T, name, configJSON string, tcpPort int) {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", tcpPort), 200*time.Millisecond)
 		if err == nil {
 			c.Close()
+			// Something answers on the port; make sure it is the peer,
+			// not another process that holds the port while the peer
+			// failed to bind it.
+			select {
+			case <-done:
+				t.Fatalf("%s exited:\n%s", name, logs)
+			case <-time.After(100 * time.Millisecond):
+			}
 			return
 		}
 		if time.Now().After(deadline) {
