@@ -50,3 +50,31 @@ wait_listening() { # name pid port log
 	cat "$log" >&2
 	return 1
 }
+
+# bench_work makes the work folder ($work, named after $1), raises the
+# descriptor limit for everything started from here (the memory phases hold
+# thousands of connections with both ends on this machine; ask for a
+# million, else as much as allowed), and sets the exit trap that stops every
+# process in pids and removes the folder (kept with BENCH_KEEP set).
+bench_work() { # name
+	ulimit -Hn 1048576 2>/dev/null || true
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+	work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench-$1.XXXXXX")
+	pids=()
+	trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		echo "work folder kept: $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}

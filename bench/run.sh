@@ -21,31 +21,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib.sh"
 cd "$root"
 
-# Raise the descriptor limit for everything started from here: the memory
-# phase holds 2 x 2,000 connections with both ends in the harness and both
-# ends in the proxy, and at thousands of connections a second a proxy also
-# holds closing connections and Go's cached splice pipes. Xray's own service
-# unit sets a million; ask for that, else as much as allowed.
-ulimit -Hn 1048576 2>/dev/null || true
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "${BENCH_KEEP:-}" ]; then
-		echo "work folder kept: $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+# The memory phase holds 2 x 2,000 connections with both ends in the harness
+# and both ends in the proxy, and at thousands of connections a second a
+# proxy also holds closing connections and Go's cached splice pipes:
+# bench_work raises the descriptor limit (Xray's own service unit sets a
+# million).
+bench_work direct
 
 read -r -a targets <<<"${BENCH_TARGETS:-switchyard xray}"
 

@@ -15,27 +15,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/bench/lib.sh"
 cd "$root"
 
-ulimit -Hn 1048576 2>/dev/null || true
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 conns=${BENCH_CONNS:-1000}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench-preauth.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "${BENCH_KEEP:-}" ]; then
-		echo "work folder kept: $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+bench_work preauth
 
 go build -o "$work/switchyard" ./cmd/switchyard
 go build -o "$work/preauth" ./bench/preauth

@@ -17,27 +17,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
 # Each association holds a control connection and a relay socket in each
-# proxy and two sockets in the harness, and a direct socket or two more.
-ulimit -Hn 1048576 2>/dev/null || true
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-bench-udpassoc.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "${BENCH_KEEP:-}" ]; then
-		echo "work folder kept: $work" >&2
-	else
-		rm -rf "$work"
-	fi
-}
-trap cleanup EXIT
+# proxy and two sockets in the harness, and a direct socket or two more:
+# bench_work raises the descriptor limit.
+bench_work udpassoc
 
 echo "building switchyard and the harness" >&2
 go build -o "$work/switchyard" ./cmd/switchyard
