@@ -1,7 +1,6 @@
 package track
 
 import (
-	"slices"
 	"sync"
 	"time"
 )
@@ -59,22 +58,7 @@ func (g *Dialing) End() {
 // Dials returns the dials in progress ordered by id.
 func (t *Tracker) Dials() []DialSnapshot {
 	d := &t.dials
-	d.mu.Lock()
-	out := make([]DialSnapshot, 0, len(d.dials))
-	for _, s := range d.dials {
-		out = append(out, s)
-	}
-	d.mu.Unlock()
-	slices.SortFunc(out, func(a, b DialSnapshot) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return byID(&d.mu, d.dials, func(s DialSnapshot) DialSnapshot { return s }, func(s DialSnapshot) uint64 { return s.ID })
 }
 
 // DialsInProgress is the number of dials in progress.

@@ -2,7 +2,6 @@ package track
 
 import (
 	"net/netip"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,26 +131,7 @@ func (ss *sessions) lookup(id uint64) *Session {
 // Sessions returns the live sessions ordered by id.
 func (t *Tracker) Sessions() []SessionSnapshot {
 	ss := &t.sessions
-	ss.mu.Lock()
-	live := make([]*Session, 0, len(ss.live))
-	for _, s := range ss.live {
-		live = append(live, s)
-	}
-	ss.mu.Unlock()
-	out := make([]SessionSnapshot, len(live))
-	for i, s := range live {
-		out[i] = s.snapshot()
-	}
-	slices.SortFunc(out, func(a, b SessionSnapshot) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return byID(&ss.mu, ss.live, (*Session).snapshot, func(s SessionSnapshot) uint64 { return s.ID })
 }
 
 // Session returns the live session with id.

@@ -6,7 +6,6 @@ package track
 import (
 	"errors"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -57,26 +56,7 @@ func New() *Tracker { return &Tracker{flows: make(map[uint64]*meter)} }
 
 // Flows returns the live flows ordered by id.
 func (t *Tracker) Flows() []Snapshot {
-	t.mu.Lock()
-	live := make([]*meter, 0, len(t.flows))
-	for _, m := range t.flows {
-		live = append(live, m)
-	}
-	t.mu.Unlock()
-	out := make([]Snapshot, len(live))
-	for i, m := range live {
-		out[i] = m.snapshot()
-	}
-	slices.SortFunc(out, func(a, b Snapshot) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return byID(&t.mu, t.flows, (*meter).snapshot, func(s Snapshot) uint64 { return s.ID })
 }
 
 // Lookup returns the live flow with id.
