@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxytest"
 )
-
-type waited struct {
-	n   int
-	err error
-}
-
-func waitPacket(l netx.PacketLink) <-chan waited {
-	c := make(chan waited, 1)
-	go func() {
-		n, err := l.(netx.PacketWaiter).WaitPacket()
-		c <- waited{n, err}
-	}()
-	return c
-}
 
 // WaitPacket blocks until a reply is received (reassembled, past the
 // replies whose source does not parse) and returns its exact size, which
@@ -32,27 +19,27 @@ func TestWaitPacketReturnsTheReplysSize(t *testing.T) {
 	o := newHarness(t).outbound(testSpec(srv.addr, srv.cert))
 	l := dialLink(t, o)
 	peer := udpEcho(t, "ok:")
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	select {
 	case w := <-c:
-		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.n, w.err)
+		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.N, w.Err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	payload := bytes.Repeat([]byte("h"), 3000) // fragmented and reassembled
 	if err := l.WritePacket(payload, peer); err != nil {
 		t.Fatal(err)
 	}
-	var w waited
+	var w proxytest.Waited
 	select {
 	case w = <-c:
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitPacket did not return for a reply")
 	}
 	want := append([]byte("ok:"), payload...)
-	if w.err != nil || w.n != len(want) {
-		t.Fatalf("WaitPacket: %d, %v; want %d", w.n, w.err, len(want))
+	if w.Err != nil || w.N != len(want) {
+		t.Fatalf("WaitPacket: %d, %v; want %d", w.N, w.Err, len(want))
 	}
-	buf := make([]byte, w.n)
+	buf := make([]byte, w.N)
 	n, from, err := l.ReadPacket(buf)
 	if err != nil || from != peer || !bytes.Equal(buf[:n], want) {
 		t.Fatalf("ReadPacket: %d bytes from %s, %v", n, from, err)
@@ -64,13 +51,13 @@ func TestWaitPacketEndsWithClose(t *testing.T) {
 	srv := startServer(t, serverOptions{})
 	o := newHarness(t).outbound(testSpec(srv.addr, srv.cert))
 	l := dialLink(t, o)
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	time.Sleep(50 * time.Millisecond)
 	l.Close()
 	select {
 	case w := <-c:
-		if !errors.Is(w.err, net.ErrClosed) {
-			t.Fatalf("blocked WaitPacket after Close: %v", w.err)
+		if !errors.Is(w.Err, net.ErrClosed) {
+			t.Fatalf("blocked WaitPacket after Close: %v", w.Err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end WaitPacket")

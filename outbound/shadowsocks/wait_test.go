@@ -10,21 +10,8 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxytest"
 )
-
-type waited struct {
-	n   int
-	err error
-}
-
-func waitPacket(l netx.PacketWaiter) <-chan waited {
-	c := make(chan waited, 1)
-	go func() {
-		n, err := l.WaitPacket()
-		c <- waited{n, err}
-	}()
-	return c
-}
 
 func dialPacketLink(t *testing.T, server, method, password string) *packetLink {
 	t.Helper()
@@ -43,10 +30,10 @@ func dialPacketLink(t *testing.T, server, method, password string) *packetLink {
 func TestPacketLinkWaitPacket(t *testing.T) {
 	srv := udpEchoServer(t, "aes-128-gcm", "pw")
 	l := dialPacketLink(t, srv.LocalAddr().String(), "aes-128-gcm", "pw")
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	select {
 	case w := <-c:
-		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.n, w.err)
+		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.N, w.Err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	to := netx.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 53}
@@ -54,17 +41,17 @@ func TestPacketLinkWaitPacket(t *testing.T) {
 	if err := l.WritePacket(payload, to); err != nil {
 		t.Fatal(err)
 	}
-	var w waited
+	var w proxytest.Waited
 	select {
 	case w = <-c:
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitPacket did not return for a datagram")
 	}
 	want := len("re:") + len(payload)
-	if sealed := 16 + 7 + want + 16; w.err != nil || w.n != sealed { // salt, IPv4 address, tag
-		t.Fatalf("WaitPacket: %d, %v; want the sealed size %d", w.n, w.err, sealed)
+	if sealed := 16 + 7 + want + 16; w.Err != nil || w.N != sealed { // salt, IPv4 address, tag
+		t.Fatalf("WaitPacket: %d, %v; want the sealed size %d", w.N, w.Err, sealed)
 	}
-	buf := make([]byte, w.n)
+	buf := make([]byte, w.N)
 	n, from, err := l.ReadPacket(buf)
 	if err != nil || n != want || from != to || string(buf[:3]) != "re:" {
 		t.Fatalf("ReadPacket: %d from %v, %v", n, from, err)
@@ -75,8 +62,8 @@ func TestPacketLinkWaitPacket(t *testing.T) {
 	if err := l.WritePacket(payload, to); err != nil {
 		t.Fatal(err)
 	}
-	if w = <-waitPacket(l); w.err != nil {
-		t.Fatal(w.err)
+	if w = <-proxytest.WaitPacket(l); w.Err != nil {
+		t.Fatal(w.Err)
 	}
 	short := make([]byte, 100)
 	if n, from, err := l.ReadPacket(short); err != nil || n != 100 || from != to || string(short[:3]) != "re:" {
@@ -103,8 +90,8 @@ func TestPacketLinkWaitPacketThenDrop(t *testing.T) {
 	}
 	defer stranger.Close()
 	stranger.WriteToUDPAddrPort(make([]byte, 100), local)
-	if w := <-waitPacket(l); w.err != nil || w.n != 100 {
-		t.Fatalf("WaitPacket: %d, %v; want the stranger's 100 bytes", w.n, w.err)
+	if w := <-proxytest.WaitPacket(l); w.Err != nil || w.N != 100 {
+		t.Fatalf("WaitPacket: %d, %v; want the stranger's 100 bytes", w.N, w.Err)
 	}
 	to := netx.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 7}
 	if err := l.WritePacket([]byte("x"), to); err != nil {
@@ -120,13 +107,13 @@ func TestPacketLinkWaitPacketThenDrop(t *testing.T) {
 // Close ends a blocked WaitPacket with net.ErrClosed, and every later one.
 func TestPacketLinkWaitPacketClose(t *testing.T) {
 	l := dialPacketLink(t, "127.0.0.1:9", "aes-128-gcm", "pw")
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	time.Sleep(20 * time.Millisecond)
 	l.Close()
 	select {
 	case w := <-c:
-		if !errors.Is(w.err, net.ErrClosed) {
-			t.Fatalf("blocked WaitPacket after Close: %v", w.err)
+		if !errors.Is(w.Err, net.ErrClosed) {
+			t.Fatalf("blocked WaitPacket after Close: %v", w.Err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Close did not end WaitPacket")

@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound/internal/proxytest"
 )
-
-type waited struct {
-	n   int
-	err error
-}
-
-func waitPacket(l netx.PacketWaiter) <-chan waited {
-	c := make(chan waited, 1)
-	go func() {
-		n, err := l.WaitPacket()
-		c <- waited{n, err}
-	}()
-	return c
-}
 
 // WaitPacket blocks until a datagram arrives and returns the size of the
 // whole datagram, header included: a bound of the payload ReadPacket then
@@ -30,10 +17,10 @@ func waitPacket(l netx.PacketWaiter) <-chan waited {
 func TestAssociateWaitPacket(t *testing.T) {
 	_, addr := startRelay(t, "udp4", "", "", nil)
 	l := dialPacket(t, newOutbound(t, addr, "", "", nil))
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	select {
 	case w := <-c:
-		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.n, w.err)
+		t.Fatalf("WaitPacket returned %d, %v with nothing sent", w.N, w.Err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	peer := netx.DomainAddr("peer.example", 53)
@@ -41,17 +28,17 @@ func TestAssociateWaitPacket(t *testing.T) {
 	if err := l.WritePacket(payload, peer); err != nil {
 		t.Fatal(err)
 	}
-	var w waited
+	var w proxytest.Waited
 	select {
 	case w = <-c:
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitPacket did not return for a datagram")
 	}
 	want := len("echo:") + len(payload)
-	if w.err != nil || w.n != want+3+1+1+len("peer.example")+2 {
-		t.Fatalf("WaitPacket: %d, %v; want the datagram's size", w.n, w.err)
+	if w.Err != nil || w.N != want+3+1+1+len("peer.example")+2 {
+		t.Fatalf("WaitPacket: %d, %v; want the datagram's size", w.N, w.Err)
 	}
-	buf := make([]byte, w.n)
+	buf := make([]byte, w.N)
 	n, from, err := l.ReadPacket(buf)
 	if err != nil || n != want || from != peer || string(buf[:5]) != "echo:" {
 		t.Fatalf("ReadPacket: %d from %v, %v", n, from, err)
@@ -63,13 +50,13 @@ func TestAssociateWaitPacket(t *testing.T) {
 func TestAssociateWaitPacketErrors(t *testing.T) {
 	_, addr := startRelay(t, "udp4", "", "", nil)
 	l := dialPacket(t, newOutbound(t, addr, "", "", nil))
-	c := waitPacket(l)
+	c := proxytest.WaitPacket(l)
 	time.Sleep(50 * time.Millisecond)
 	l.Close()
 	select {
 	case w := <-c:
-		if !errors.Is(w.err, net.ErrClosed) {
-			t.Fatalf("blocked WaitPacket after Close: %v", w.err)
+		if !errors.Is(w.Err, net.ErrClosed) {
+			t.Fatalf("blocked WaitPacket after Close: %v", w.Err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end a blocked WaitPacket")
@@ -81,14 +68,14 @@ func TestAssociateWaitPacketErrors(t *testing.T) {
 	r, addr := startRelay(t, "udp4", "", "", nil)
 	l = dialPacket(t, newOutbound(t, addr, "", "", nil))
 	control := <-r.control
-	c = waitPacket(l)
+	c = proxytest.WaitPacket(l)
 	time.Sleep(50 * time.Millisecond)
 	control.(*net.TCPConn).SetLinger(0)
 	control.Close() // a reset
 	select {
 	case w := <-c:
-		if !errors.Is(w.err, syscall.ECONNRESET) {
-			t.Fatalf("blocked WaitPacket at the control connection's reset: %v", w.err)
+		if !errors.Is(w.Err, syscall.ECONNRESET) {
+			t.Fatalf("blocked WaitPacket at the control connection's reset: %v", w.Err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the control connection's end did not end a blocked WaitPacket")

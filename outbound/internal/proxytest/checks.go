@@ -71,3 +71,20 @@ func DialHonoursTheContext(t *testing.T, silent, answering outbound.Outbound) {
 	time.Sleep(50 * time.Millisecond)
 	Echoes(t, c, []byte("still open after the dial's deadline"))
 }
+
+// Waited is what a link's WaitPacket returned.
+type Waited struct {
+	N   int
+	Err error
+}
+
+// WaitPacket runs l's WaitPacket (l must be a netx.PacketWaiter) on a
+// goroutine and delivers its result, so a test can check it blocks.
+func WaitPacket(l netx.PacketLink) <-chan Waited {
+	c := make(chan Waited, 1)
+	go func() {
+		n, err := l.(netx.PacketWaiter).WaitPacket()
+		c <- Waited{n, err}
+	}()
+	return c
+}
