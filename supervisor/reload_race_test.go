@@ -53,22 +53,42 @@ func (c *closable) Close() error {
 	return nil
 }
 
+// reloadSpec is one of the two configurations the reload tests alternate:
+// they differ in the direct outbound, which every flow routes to.
+func reloadSpec(i int, drain spec.Drain) *spec.Spec {
+	s := baseSpec()
+	s.Reload.Drain = drain
+	if i%2 == 1 {
+		s.Outbounds[0].AddressFamily = "prefer_ipv4"
+	}
+	return s
+}
+
+// runReloading runs the first configuration with every outbound closable.
+func runReloading(t *testing.T, drain spec.Drain) *Supervisor {
+	wrap := func(_ spec.Outbound, o outbound.Outbound) outbound.Outbound { return &closable{inner: o} }
+	sv, _ := run(t, reloadSpec(0, drain), Options{wrap: wrap})
+	return sv
+}
+
+// reload100 applies the two configurations in turn, 100 times, a few
+// milliseconds apart.
+func reload100(t *testing.T, sv *Supervisor, drain spec.Drain) {
+	for i := 1; i <= 100; i++ {
+		if err := sv.Apply(reloadSpec(i, drain)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
+	}
+}
+
 // Dials in a tight loop while 100 reloads alternate two configurations that
 // change the outbound they route to: no dial fails because a reload
 // happened, whether the old version's flows are kept or closed.
 func TestNoDialFailsBecauseOfAReload(t *testing.T) {
 	for _, drain := range []spec.Drain{spec.DrainKeep, spec.DrainClose} {
 		t.Run(string(drain), func(t *testing.T) {
-			wrap := func(_ spec.Outbound, o outbound.Outbound) outbound.Outbound { return &closable{inner: o} }
-			specFor := func(i int) *spec.Spec {
-				s := baseSpec()
-				s.Reload.Drain = drain
-				if i%2 == 1 {
-					s.Outbounds[0].AddressFamily = "prefer_ipv4"
-				}
-				return s
-			}
-			sv, _ := run(t, specFor(0), Options{wrap: wrap})
+			sv := runReloading(t, drain)
 			dst, err := netx.ParseAddr(tcpEcho(t))
 			if err != nil {
 				t.Fatal(err)
@@ -96,12 +116,7 @@ func TestNoDialFailsBecauseOfAReload(t *testing.T) {
 					}
 				}()
 			}
-			for i := 1; i <= 100; i++ {
-				if err := sv.Apply(specFor(i)); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
-			}
+			reload100(t, sv, drain)
 			stop.Store(true)
 			wg.Wait()
 			if n := fails.Load(); n > 0 {
@@ -124,16 +139,7 @@ func TestNoDialFailsBecauseOfAReload(t *testing.T) {
 func TestNoDatagramIsLostToAReload(t *testing.T) {
 	for _, drain := range []spec.Drain{spec.DrainKeep, spec.DrainClose} {
 		t.Run(string(drain), func(t *testing.T) {
-			wrap := func(_ spec.Outbound, o outbound.Outbound) outbound.Outbound { return &closable{inner: o} }
-			specFor := func(i int) *spec.Spec {
-				s := baseSpec()
-				s.Reload.Drain = drain
-				if i%2 == 1 {
-					s.Outbounds[0].AddressFamily = "prefer_ipv4"
-				}
-				return s
-			}
-			sv, _ := run(t, specFor(0), Options{wrap: wrap})
+			sv := runReloading(t, drain)
 			echo := udpEcho(t)
 			// Under drain = close a reply can be lost with its sub-link:
 			// the sender moves on sooner.
@@ -178,12 +184,7 @@ func TestNoDatagramIsLostToAReload(t *testing.T) {
 					}
 				}()
 			}
-			for i := 1; i <= 100; i++ {
-				if err := sv.Apply(specFor(i)); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
-			}
+			reload100(t, sv, drain)
 			stop.Store(true)
 			wg.Wait()
 			if d := dropped.Load(); d > 0 {
