@@ -135,7 +135,14 @@ func TestIdleAssociationGoroutines(t *testing.T) {
 			t.Fatalf("echo: %d bytes, %v", m, err)
 		}
 	}
-	if per := float64(runtime.NumGoroutine()-before) / n; per > 1 {
+	// A goroutine that is ending (a handshake's, a timer's) may still be
+	// counted for a moment: the idle count is the one that settles.
+	per := float64(runtime.NumGoroutine()-before) / n
+	for end := time.Now().Add(2 * time.Second); per > 1 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		per = float64(runtime.NumGoroutine()-before) / n
+	}
+	if per > 1 {
 		t.Fatalf("%.2f goroutines per idle association, want 1", per)
 	}
 	for _, c := range ctrls {
