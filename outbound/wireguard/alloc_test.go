@@ -30,10 +30,19 @@ func TestWritePacketAddsNoAllocation(t *testing.T) {
 	defer l.Close()
 	p := make([]byte, 1200)
 	raw := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1).To4(), Port: 9}
-	stack := testing.AllocsPerRun(500, func() { l.(*packetLink).c.WriteTo(p, raw) })
+	// The stack's own goroutines allocate now and then while a count runs:
+	// the least of a few counts is what a send costs.
+	least := func(fn func()) float64 {
+		n := testing.AllocsPerRun(500, fn)
+		for range 4 {
+			n = min(n, testing.AllocsPerRun(500, fn))
+		}
+		return n
+	}
+	stack := least(func() { l.(*packetLink).c.WriteTo(p, raw) })
 	for _, to := range []string{"192.0.2.1:9", "drop.test:9"} {
 		dst := mustAddr(to)
-		if got := testing.AllocsPerRun(500, func() { l.WritePacket(p, dst) }); got > stack {
+		if got := least(func() { l.WritePacket(p, dst) }); got > stack {
 			t.Errorf("WritePacket to %s: %.0f allocations, the stack alone %.0f", to, got, stack)
 		}
 	}
