@@ -44,7 +44,10 @@ type Balancer struct {
 	probes sync.WaitGroup
 }
 
-var _ plane.Selector = (*Balancer)(nil)
+var _ plane.Chooser = (*Balancer)(nil)
+
+// Choose is SelectPreferring for the plane: it prefers q.Prefer.
+func (b *Balancer) Choose(q *plane.Query) *plane.Target { return b.SelectPreferring(q.Prefer) }
 
 // New builds the balancer tag over members, in configured order. Every member
 // starts healthy: one never probed counts as up.

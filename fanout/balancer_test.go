@@ -18,7 +18,8 @@ type pickFirstUp struct {
 	prefers []string // "" for none
 }
 
-func (s *pickFirstUp) SelectPreferring(prefer *plane.OutboundID) *plane.Target {
+func (s *pickFirstUp) Choose(q *plane.Query) *plane.Target {
+	prefer := q.Prefer
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prefer == nil {
@@ -64,7 +65,7 @@ func TestABalancerPrefersTheMemberInUse(t *testing.T) {
 	out1, out2 := &scriptedOutbound{}, &scriptedOutbound{}
 	m1, m2 := target("m1", 1, out1), target("m2", 4, out2)
 	sel := &pickFirstUp{members: []*plane.Target{m2, m1}, down: map[plane.OutboundID]bool{}}
-	lb := plane.NewSelectorTarget(plane.OutboundID{Tag: "lb", Version: 1}, sel)
+	lb := plane.NewChooserTarget(plane.OutboundID{Tag: "lb", Version: 1}, sel)
 	a := newAssoc(t, planeOf(t, 1, lb, byPort{7, m1}))
 	peer := func(port uint16) netx.Addr { return netx.DomainAddr("peer.example", port) }
 

@@ -61,6 +61,7 @@ type Link struct {
 	routing sync.Mutex
 	scratch netx.Flow
 	prefer  plane.OutboundID
+	query   plane.Query // the selection of the packet being routed
 
 	// mu guards subs, failed and closed, and the opening state of every
 	// sub. It is never held across network I/O (an open, a send, a receive)
@@ -204,11 +205,11 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 	if l.prefer, found, ok = l.preferred(r.via); !ok {
 		return routed{}, false
 	}
+	l.query.Network, l.query.Family, l.query.Dst, l.query.Prefer = netx.UDP, netx.V4, to, nil
 	if found {
-		r.leaf = target.Resolve(&l.prefer)
-	} else {
-		r.leaf = target.Resolve(nil)
+		l.query.Prefer = &l.prefer
 	}
+	r.leaf = target.Resolve(&l.query)
 	return r, true
 }
 

@@ -53,7 +53,7 @@ func TestABalancedStreamIsClosedByItsMembersDrainNotTheBalancers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := plane.NewSelectorTarget(plane.OutboundID{Tag: "pool", Version: 1}, bal)
+	pool := plane.NewChooserTarget(plane.OutboundID{Tag: "pool", Version: 1}, bal)
 
 	flow := netx.Flow{Network: netx.TCP, Dst: netx.DomainAddr("example.com", 443)}
 	c, err := pool.DialStream(context.Background(), flow)

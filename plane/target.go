@@ -42,8 +42,8 @@ func Reloaded(err error) bool {
 // close) ends them.
 type Target struct {
 	id  OutboundID
-	out outbound.Outbound // nil for a selector target
-	sel Selector          // set for a balancer: it picks a leaf per flow
+	out outbound.Outbound // nil for a chooser target
+	ch  Chooser           // set for a balancer or a group: it picks a leaf per flow
 
 	mu       sync.Mutex // guards closed, retired, released, dialing and flows
 	closed   bool
@@ -60,43 +60,95 @@ func NewTarget(id OutboundID, out outbound.Outbound) *Target {
 	return &Target{id: id, out: out, flows: make(map[closer]struct{})}
 }
 
-// Selector picks the leaf target of each flow or packet: a balancer.
-type Selector interface {
-	// SelectPreferring returns a member target; prefer is the version an
-	// association already uses, or nil.
-	SelectPreferring(prefer *OutboundID) *Target
+// MaxGroupDepth bounds nested resolution: a chain from a route target
+// through sub-groups to a leaf has at most this many choosers.
+const MaxGroupDepth = 8
+
+// Query is what the selection of one flow or packet reads, and the chain it
+// took. The caller fills Network, Family, Dst and Prefer; Resolve records
+// the chain. A Query is reused from flow to flow (an association keeps
+// one), so selecting through it allocates nothing.
+type Query struct {
+	Network netx.Network
+	// Family is the health family asked about: the address family of the
+	// connection to the proxy server (V4 unless a retry asks for V6).
+	Family netx.Family
+	Dst    netx.Addr   // the flow's (the packet's) destination
+	Prefer *OutboundID // the leaf version the association already uses, or nil
+	// Chain[:Depth] is the selection chain Resolve took: the route
+	// target's tag, each selected sub-group's, then the leaf's.
+	Chain [MaxGroupDepth + 2]string
+	Depth int
 }
 
-// NewSelectorTarget is the target of a balancer named id. It is never
-// drained itself: flows through it are guarded by the member they go to.
-func NewSelectorTarget(id OutboundID, s Selector) *Target {
-	return &Target{id: id, sel: s, flows: make(map[closer]struct{})}
+// Push appends tag to the chain; past its bound it reports false and the
+// chooser refuses the walk.
+func (q *Query) Push(tag string) bool {
+	if q.Depth >= len(q.Chain) {
+		return false
+	}
+	q.Chain[q.Depth] = tag
+	q.Depth++
+	return true
 }
 
-// IsSelector reports whether the target is a balancer.
-func (t *Target) IsSelector() bool { return t.sel != nil }
+// Path is the chain as a new slice, for what keeps it (the flow table).
+func (q *Query) Path() []string { return append([]string(nil), q.Chain[:q.Depth]...) }
+
+// A Chooser picks the leaf target of each flow or packet: a balancer or a
+// group.
+type Chooser interface {
+	// Choose returns the leaf (an outbound target) q goes to, or nil when
+	// no member is eligible and there is no final: the flow is refused
+	// with ErrNoLeaf. It pushes the tags of the sub-groups it walks; its
+	// own tag is pushed by Resolve.
+	Choose(q *Query) *Target
+}
+
+// ErrNoLeaf refuses a flow whose group has no eligible member and no final.
+var ErrNoLeaf = errors.New("no eligible member")
+
+// NewChooserTarget is the target of a balancer or group named id. It is
+// never drained itself: flows through it are guarded by the leaf they go
+// to.
+func NewChooserTarget(id OutboundID, c Chooser) *Target {
+	return &Target{id: id, ch: c, flows: make(map[closer]struct{})}
+}
+
+// IsChooser reports whether the target is a balancer or a group.
+func (t *Target) IsChooser() bool { return t.ch != nil }
 
 // ID is the outbound version of the target.
 func (t *Target) ID() OutboundID { return t.id }
 
-// Outbound is the outbound the target opens flows on; nil for a selector.
+// Outbound is the outbound the target opens flows on; nil for a chooser.
 func (t *Target) Outbound() outbound.Outbound { return t.out }
 
-// Resolve returns the leaf target a flow or packet goes to. prefer is the
-// version an association already uses, or nil. An outbound target is its
-// own leaf; a balancer picks a member now.
-func (t *Target) Resolve(prefer *OutboundID) *Target {
-	if t.sel != nil {
-		return t.sel.SelectPreferring(prefer)
+// Resolve returns the leaf target a flow or packet goes to, and records
+// the chain in q (reset first). An outbound target is its own leaf; a
+// balancer or group picks one now. nil: no eligible leaf (ErrNoLeaf).
+func (t *Target) Resolve(q *Query) *Target {
+	q.Depth = 0
+	q.Push(t.id.Tag)
+	if t.ch == nil {
+		return t
 	}
-	return t
+	l := t.ch.Choose(q)
+	if l == nil || l.ch != nil {
+		return nil
+	}
+	if q.Chain[q.Depth-1] != l.id.Tag {
+		q.Push(l.id.Tag)
+	}
+	return l
 }
 
 // leaf resolves t for a dial that was not resolved by its caller.
-func (t *Target) leaf() (*Target, error) {
-	l := t.Resolve(nil)
-	if l.sel != nil {
-		return nil, fmt.Errorf("balancer member %s is itself a balancer", l.id)
+func (t *Target) leaf(network netx.Network, f netx.Flow) (*Target, error) {
+	q := Query{Network: network, Dst: f.Dst}
+	l := t.Resolve(&q)
+	if l == nil {
+		return nil, fmt.Errorf("%s: %w", t.id.Tag, ErrNoLeaf)
 	}
 	return l, nil
 }
@@ -104,8 +156,8 @@ func (t *Target) leaf() (*Target, error) {
 // DialStream opens a TCP flow on the target's outbound (a balancer's chosen
 // member) and guards it by that outbound version.
 func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
-	if t.sel != nil {
-		l, err := t.leaf()
+	if t.ch != nil {
+		l, err := t.leaf(netx.TCP, f)
 		if err != nil {
 			return nil, err
 		}
@@ -129,8 +181,8 @@ func (t *Target) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) 
 
 // DialPacket opens a datagram link on the target's outbound and guards it.
 func (t *Target) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
-	if t.sel != nil {
-		l, err := t.leaf()
+	if t.ch != nil {
+		l, err := t.leaf(netx.UDP, f)
 		if err != nil {
 			return nil, err
 		}

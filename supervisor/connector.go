@@ -66,7 +66,12 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 // the tracker as a dial in progress while it runs.
 func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (net.Conn, *plane.Target, int, error) {
 	target, rule := p.Route(&f)
-	leaf := target.Resolve(nil)
+	var q plane.Query
+	q.Network, q.Dst = netx.TCP, f.Dst
+	leaf := target.Resolve(&q)
+	if leaf == nil {
+		return nil, target, rule, plane.ErrNoLeaf
+	}
 	pending := c.tracker.BeginDial(track.Meta{
 		Network: netx.TCP, Inbound: f.Inbound, User: f.User, Source: f.Src, Destination: f.Dst,
 		Sniffed: f.Sniffed, Rule: plane.RuleName(rule), Outbound: leaf.ID().String(), Epoch: p.Epoch,

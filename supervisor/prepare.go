@@ -132,7 +132,7 @@ func buildBalancer(st balancerStep, outs map[string]*runOutbound, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("building balancer %s failed: %w", b.Tag, err)
 	}
-	return &runBalancer{spec: b, key: st.key, version: st.version, target: plane.NewSelectorTarget(id, bal), bal: bal}, nil
+	return &runBalancer{spec: b, key: st.key, version: st.version, target: plane.NewChooserTarget(id, bal), bal: bal}, nil
 }
 
 // dependencies derives what outbounds are built with from the spec.

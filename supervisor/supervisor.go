@@ -220,7 +220,7 @@ func (sv *Supervisor) Close() error {
 	}
 	for _, t := range sv.cell.Load().Targets {
 		t.CloseFlows()
-		if !t.IsSelector() {
+		if !t.IsChooser() {
 			t.Retire()
 		}
 	}
