@@ -19,6 +19,9 @@ type Spec struct {
 	Inbounds  []Inbound
 	Outbounds []Outbound
 	Balancers []Balancer
+	Groups    []Group
+	Health    Health
+	State     State
 	Route     Route
 	Rules     []Rule
 }
@@ -176,6 +179,39 @@ type Balancer struct {
 	Strategy      string   // failover | round_robin
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
+}
+
+// Group is one [[groups]] table: a chooser among outbounds, balancers and
+// other groups. The loader fills every default.
+type Group struct {
+	Tag     string
+	Policy  string   // selector | urltest | fallback | loadbalance
+	Members []string // outbound, balancer or group tags, in order
+	Default string   // selector: the initial choice; "" = the first member
+	Final   string   // where flows go when no member is eligible; "" = refused
+	// Interrupt closes the flows through the old choice when the choice
+	// changes (selector default true; automatic policies default false).
+	Interrupt bool
+	Tolerance time.Duration // urltest hysteresis (effective minimum 1ms)
+	CheckURL  string        // urltest/fallback/loadbalance: per-group TCP URL probe; "" = none
+	// IdleTimeout: probing of the group's members sleeps after this long
+	// without a real selection (0 = Health.IdleTimeout).
+	IdleTimeout time.Duration
+}
+
+// Health is the process-wide probing of every leaf a group may choose.
+type Health struct {
+	TCPCheckURLs   []string // [] = a raw TCP connect to the node's server
+	TCPCheckMethod string   // HEAD | GET
+	UDPCheckDNS    []string // host:port DNS servers; [] disables UDP probing
+	CheckInterval  time.Duration
+	CheckTimeout   time.Duration
+	IdleTimeout    time.Duration
+}
+
+// State is the persistent state file (selector choices, last real delay).
+type State struct {
+	Path string // "" = memory only
 }
 
 type Route struct {
