@@ -347,3 +347,101 @@ func TestARefusedPrepareLeavesNothing(t *testing.T) {
 		t.Fatal("a refused prepare changed the running versions")
 	}
 }
+
+// groupSpec has a group "auto" over two outbounds and a group "top" over
+// "auto" and a third outbound.
+func groupSpec() *spec.Spec {
+	s := planSpec()
+	s.Groups = []spec.Group{
+		{Tag: "top", Policy: "selector", Members: []string{"auto", "block"}, Interrupt: true},
+		{Tag: "auto", Policy: "urltest", Members: []string{"direct", "direct2"}, Tolerance: 50 * time.Millisecond},
+	}
+	return s
+}
+
+func groupVersions(p *thePlan) map[string]uint32 {
+	m := map[string]uint32{}
+	for _, g := range p.groups {
+		m[g.spec.Tag] = g.version
+	}
+	return m
+}
+
+// One planner versions every kind in dependency order: a group moves to
+// its next version exactly when its spec or anything it reaches does,
+// through nesting; an unrelated change leaves it at its version.
+func TestAGroupIsRebuiltExactlyWhenAnythingItReachesIs(t *testing.T) {
+	p1 := plan(nil, groupSpec())
+	st := &state{built: p1.built, versions: p1.versions}
+	if v := groupVersions(p1); v["top"] != 1 || v["auto"] != 1 {
+		t.Fatalf("first versions %v", v)
+	}
+	// Unchanged: every group reused.
+	p2 := plan(st, groupSpec())
+	for _, g := range p2.groups {
+		if g.kind != stepReuse || g.version != 1 {
+			t.Fatalf("unchanged group %s: %s at v%d", g.spec.Tag, g.kind, g.version)
+		}
+	}
+	// A leaf of "auto" changes: "auto" and "top", which reaches it through
+	// "auto", move on.
+	s3 := groupSpec()
+	s3.Outbounds[1].AddressFamily = "ipv4_only" // direct2
+	p3 := plan(st, s3)
+	if v := groupVersions(p3); v["auto"] != 2 || v["top"] != 2 {
+		t.Fatalf("after a member change: %v", v)
+	}
+	// Only "top"'s own spec changes: "auto" stays.
+	s4 := groupSpec()
+	s4.Groups[0].Default = "block"
+	p4 := plan(st, s4)
+	if v := groupVersions(p4); v["auto"] != 1 || v["top"] != 2 {
+		t.Fatalf("after top's own change: %v", v)
+	}
+	// "block" is reached by "top" only: changing it moves "top" alone.
+	s5 := groupSpec()
+	s5.Outbounds[2].UDP = !s5.Outbounds[2].UDP
+	p5 := plan(st, s5)
+	if v := groupVersions(p5); v["auto"] != 1 || v["top"] != 2 {
+		t.Fatalf("after a change of top's direct member: %v", v)
+	}
+}
+
+// Groups that reach each other in a cycle are still planned in one pass,
+// and an unchanged cycle is reused.
+func TestGroupsInACycleArePlanned(t *testing.T) {
+	s := planSpec()
+	s.Groups = []spec.Group{
+		{Tag: "a", Policy: "fallback", Members: []string{"b", "direct"}},
+		{Tag: "b", Policy: "fallback", Members: []string{"a", "direct2"}},
+	}
+	p1 := plan(nil, s)
+	st := &state{built: p1.built, versions: p1.versions}
+	p2 := plan(st, s)
+	for _, g := range p2.groups {
+		if g.kind != stepReuse {
+			t.Fatalf("unchanged cyclic group %s rebuilt", g.spec.Tag)
+		}
+	}
+}
+
+// A tag that moves from one kind to another is removed as the old kind and
+// built as the new one, at the next version of the tag.
+func TestATagThatChangesKind(t *testing.T) {
+	s := groupSpec()
+	p1 := plan(nil, s)
+	st := &state{built: p1.built, versions: p1.versions, groups: map[string]*runGroup{"auto": {}, "top": {}}}
+	s2 := groupSpec()
+	s2.Groups = s2.Groups[:1]
+	s2.Balancers = []spec.Balancer{{Tag: "auto", Members: []string{"direct", "direct2"}, Strategy: "failover"}}
+	p2 := plan(st, s2)
+	if len(p2.removedGroups) != 1 || p2.removedGroups[0] != "auto" {
+		t.Fatalf("removed groups %v", p2.removedGroups)
+	}
+	if len(p2.balancers) != 1 || p2.balancers[0].kind != stepBuild || p2.balancers[0].version != 2 {
+		t.Fatalf("balancers %+v", p2.balancers)
+	}
+	if v := groupVersions(p2); v["top"] != 2 {
+		t.Fatalf("top, which reaches the tag, at v%d", v["top"])
+	}
+}

@@ -38,12 +38,13 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 	kept := *s
 	kept.Rules = nil
 	next := &state{
-		spec:             &kept,
-		outbounds:        make(map[string]*runOutbound, len(s.Outbounds)),
-		balancers:        make(map[string]*runBalancer, len(s.Balancers)),
-		versions:         p.versions,
-		balancerVersions: p.balancerVersions,
-		epoch:            1,
+		spec:      &kept,
+		outbounds: make(map[string]*runOutbound, len(s.Outbounds)),
+		balancers: make(map[string]*runBalancer, len(s.Balancers)),
+		groups:    make(map[string]*runGroup, len(s.Groups)),
+		built:     p.built,
+		versions:  p.versions,
+		epoch:     1,
 	}
 	if cur != nil {
 		next.epoch = cur.epoch + 1
@@ -85,6 +86,9 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		}
 		next.balancers[st.spec.Tag] = r
 		targets[st.spec.Tag] = r.target
+	}
+	for _, st := range p.groups {
+		next.groups[st.spec.Tag] = &runGroup{spec: st.spec, version: st.version}
 	}
 	pl := &plane.Plane{Epoch: next.epoch, Targets: targets, Establish: netx.EstablishTimeout(s.Dial.ConnectTimeout)}
 	if len(s.Rules) > 0 {

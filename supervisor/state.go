@@ -7,15 +7,24 @@ import (
 )
 
 // state is what runs: the spec it came from (without its rules, which the
-// plane holds compiled), each outbound's running version, each balancer,
-// and the version counters of every tag ever seen.
+// plane holds compiled), each outbound's running version, each balancer and
+// group, the build key and version of each, and the version counters of
+// every tag ever seen.
 type state struct {
-	spec             *spec.Spec
-	outbounds        map[string]*runOutbound
-	balancers        map[string]*runBalancer
-	versions         map[string]uint32
-	balancerVersions map[string]uint32
-	epoch            uint64
+	spec      *spec.Spec
+	outbounds map[string]*runOutbound
+	balancers map[string]*runBalancer
+	groups    map[string]*runGroup
+	built     map[string]built
+	versions  map[string]uint32
+	epoch     uint64
+}
+
+// runGroup is a group at its version: the manager of the generation holds
+// its state; the version moves when its spec or anything it reaches does.
+type runGroup struct {
+	spec    spec.Group
+	version uint32
 }
 
 // runOutbound is a running outbound version: the spec of the last apply
@@ -23,13 +32,13 @@ type state struct {
 // key it was built from, and its target.
 type runOutbound struct {
 	spec   spec.Outbound
-	key    outboundKey
+	key    buildKey
 	target *plane.Target
 }
 
 type runBalancer struct {
 	spec    spec.Balancer
-	key     balancerKey
+	key     buildKey
 	version uint32
 	target  *plane.Target
 	bal     *balancer.Balancer
