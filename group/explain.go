@@ -84,8 +84,9 @@ type Explanation struct {
 }
 
 // Explain describes the group's selection for network and health family
-// now, changing nothing a real selection would (no round-robin move, no
-// balancer asked, no Health.Selected).
+// now. It moves no round-robin cursor, asks no balancer and tells health
+// of no selection; like the next selection, it may bring a URLTest's
+// ranking or a Fallback's pin up to date.
 func (m *Manager) Explain(group string, network netx.Network, f netx.Family) Explanation {
 	x := Explanation{Group: group, Network: network, Family: f}
 	gi, ok := m.byTag[group]

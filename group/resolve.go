@@ -358,9 +358,11 @@ func (m *Manager) preferred(w *walker, g *grp, fam int) (*plane.Target, int32, i
 func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32, int32) {
 	c := &g.cache[net][fam]
 	e, gen := m.h.Epoch(), m.gen.Load()
-	win := c.win.Load()
+	// The stamps before the winner: a recompute stores the winner first,
+	// so a winner read after matching stamps is at least that recent.
 	valid := c.computed.Load()
 	fresh := valid && c.epoch.Load() == e && c.gen.Load() == gen
+	win := c.win.Load()
 	if !fresh && c.busy.CompareAndSwap(false, true) {
 		nw := m.rank(w, g, net, fam, win, nil, nil)
 		c.prev.Store(win)
