@@ -137,7 +137,7 @@ func (m *Manager) Explain(group string, network netx.Network, f netx.Family) Exp
 // unpicked is what a group with no eligible pick serves, explained.
 func (m *Manager) unpicked(w *walker, g *grp, net, fam int, x *Explanation) (*plane.Target, int32) {
 	switch {
-	case g.hasFinal && !g.finalOK:
+	case g.hasFinal && (!g.finalOK || g.final.cut):
 		x.Reason = ReasonRefused
 		x.Sentence = fmt.Sprintf("no eligible member, and the final %q names nothing or closes a cycle: flows are refused", g.final.tag)
 	case g.hasFinal:

@@ -496,3 +496,29 @@ func TestRetryIsTheLatencyOrderedTopThreeOfTheInnermostURLTestWithoutTheFailedLe
 		t.Fatalf("a fallback's failure retried %v", r)
 	}
 }
+
+func TestACachedWinnerNoLongerEligibleGivesWayToTheFirstEligibleMember(t *testing.T) {
+	e := build(t, []spec.Group{auto("urltest", "u", "a", "b", "c")}, leaves("a", "b", "c"))
+	e.h.latency("c", health.TCP, 5)
+	if l := e.tcp("u"); l != "c" {
+		t.Fatal(l)
+	}
+	// c dies without the epoch moving (a health that lags): the cached
+	// winner is not served dead.
+	e.h.mu.Lock()
+	e.h.dead[hkey{node("c", 1), health.TCP, netx.V4}] = true
+	e.h.mu.Unlock()
+	if l := e.tcp("u"); l != "a" {
+		t.Fatalf("-> %q, want the first eligible a", l)
+	}
+}
+
+func TestLoadBalanceKeepsASubGroupMemberCarryingTheAssociationsLeaf(t *testing.T) {
+	e := build(t, []spec.Group{auto("loadbalance", "lb", "b", "sub"), sel("sub", "a")}, leaves("a", "b"))
+	prefer := plane.OutboundID{Tag: "a", Version: 1}
+	for range 3 {
+		if l, chain := resolve(t, e.m.Target("lb"), netx.UDP, netx.V4, &prefer); l != "a" || !equal(chain, []string{"lb", "sub", "a"}) {
+			t.Fatalf("-> %q via %v, want a through sub", l, chain)
+		}
+	}
+}

@@ -68,6 +68,10 @@ func TestConstructionCutsEveryCycleClosingEdgeWithAWarning(t *testing.T) {
 	if l := e.tcp("d"); l != "" {
 		t.Fatalf("d with a cut final resolved to %q", l)
 	}
+	want = []string{`no eligible member, and the final "c" names nothing or closes a cycle: flows are refused`}
+	if x := e.m.Explain("d", netx.TCP, netx.V4); x.Reason != group.ReasonRefused || x.Sentence != want[0] {
+		t.Fatalf("d explains %q %q", x.Reason, x.Sentence)
+	}
 }
 
 // chain9 is nine nested selectors g1 -> g2 -> ... -> g9 -> leaf.

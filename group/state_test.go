@@ -161,11 +161,17 @@ func TestIdentitiesAreTheSupervisorsAndAMissingOneIsFresh(t *testing.T) {
 	id := group.Identity{ID: [16]byte{1, 2, 3}, Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	c := newClock()
 	m, _, err := group.New([]spec.Group{sel("a", "x"), sel("b", "x")}, map[string]group.Identity{"a": id}, leaves("x"), nil,
-		group.Options{Now: c.Now})
+		group.Options{Now: c.Now, Versions: map[string]uint32{"a": 7}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	if m.Target("a").ID() != (plane.OutboundID{Tag: "a", Version: 7}) || m.Target("b").ID().Version != 1 || !m.Target("a").IsChooser() {
+		t.Fatalf("targets %v %v", m.Target("a").ID(), m.Target("b").ID())
+	}
+	if !equal(m.Tags(), []string{"a", "b"}) {
+		t.Fatal(m.Tags())
+	}
 	infos := m.Groups()
 	if infos[0].Identity != id {
 		t.Fatalf("a's identity %+v", infos[0].Identity)
