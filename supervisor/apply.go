@@ -47,12 +47,13 @@ func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 	if err != nil {
 		return large, sv.refuse(err)
 	}
-	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap)
+	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap, sv.groupEnv())
 	if err != nil {
 		return large, sv.refuse(err)
 	}
 	ins, err := sv.planInbounds(s.Inbounds)
 	if err != nil {
+		p.discard()
 		return large, sv.refuse(err)
 	}
 	sv.admit(p, s)
@@ -69,7 +70,7 @@ func (sv *Supervisor) refuse(err error) error {
 func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
 	old := sv.cur
 	sv.configureUsers(p.next.spec)
-	sv.cell.Store(p.plane)
+	sv.publish(old, p)
 	sv.cur = p.next
 	for _, st := range p.plan.outbounds {
 		id := fmt.Sprintf("%s@v%d", st.spec.Tag, st.version)
@@ -94,6 +95,15 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
 				r.bal.Stop()
 			}
 		}
+	}
+	for _, st := range p.plan.groups {
+		sv.log.Info(fmt.Sprintf("group %s@v%d %s", st.spec.Tag, st.version, st.kind))
+	}
+	for _, tag := range p.plan.removedGroups {
+		sv.log.Info(fmt.Sprintf("group %s@v%d removed", tag, old.groupRuns[tag].version))
+	}
+	if old.groups != nil {
+		old.groups.Close()
 	}
 	for _, tag := range p.plan.removedBalancers {
 		sv.log.Info(fmt.Sprintf("balancer %s@v%d removed", tag, old.balancers[tag].version))

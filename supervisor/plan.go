@@ -286,7 +286,7 @@ func plan(cur *state, next *spec.Spec) *thePlan {
 			p.removedBalancers = append(p.removedBalancers, tag)
 		}
 	}
-	for _, tag := range sortedKeys(cur.groups) {
+	for _, tag := range sortedKeys(cur.groupRuns) {
 		if gone(tag, kindGroup) {
 			p.removedGroups = append(p.removedGroups, tag)
 		}

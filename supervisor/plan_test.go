@@ -260,7 +260,7 @@ func prepareProbed(t *testing.T, cur *state, s *spec.Spec) (*prepared, error) {
 			return probed{out, netx.Addr{IP: netip.MustParseAddr("127.0.0.1"), Port: 9}}
 		}
 		return out
-	})
+	}, nil)
 }
 
 func TestABalancerIsRebuiltExactlyWhenOneOfItsMembersIs(t *testing.T) {
@@ -430,7 +430,7 @@ func TestGroupsInACycleArePlanned(t *testing.T) {
 func TestATagThatChangesKind(t *testing.T) {
 	s := groupSpec()
 	p1 := plan(nil, s)
-	st := &state{built: p1.built, versions: p1.versions, groups: map[string]*runGroup{"auto": {}, "top": {}}}
+	st := &state{built: p1.built, versions: p1.versions, groupRuns: map[string]*runGroup{"auto": {}, "top": {}}}
 	s2 := groupSpec()
 	s2.Groups = s2.Groups[:1]
 	s2.Balancers = []spec.Balancer{{Tag: "auto", Members: []string{"direct", "direct2"}, Strategy: "failover"}}

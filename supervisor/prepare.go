@@ -17,20 +17,28 @@ import (
 // next state and its plane. Building opens no socket and starts nothing, so a
 // refused apply leaves nothing behind.
 type prepared struct {
-	plan  *thePlan
-	next  *state
-	plane *plane.Plane
+	plan     *thePlan
+	next     *state
+	plane    *plane.Plane
+	warnings []string // the group manager's (also logged by it)
+}
+
+// discard releases what a prepared apply that is not committed holds.
+func (p *prepared) discard() {
+	if p.next.groups != nil {
+		p.next.groups.Close()
+	}
 }
 
 // prepare builds what the plan says must be built and reuses the running
 // objects for the rest. Any construction error refuses the whole apply.
 func prepare(cur *state, s *spec.Spec, deps outbound.Deps) (*prepared, error) {
-	return prepareWith(cur, s, deps, nil)
+	return prepareWith(cur, s, deps, nil, nil)
 }
 
 // prepareWith is prepare with a hook that may wrap each built outbound
 // (tests give members a probe target this way).
-func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound) (*prepared, error) {
+func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound, env *groupEnv) (*prepared, error) {
 	p := plan(cur, s)
 	// The state keeps the spec for the next plan and for what is read of
 	// it after the apply, but not its rules: only the plane's compiled
@@ -41,7 +49,8 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		spec:      &kept,
 		outbounds: make(map[string]*runOutbound, len(s.Outbounds)),
 		balancers: make(map[string]*runBalancer, len(s.Balancers)),
-		groups:    make(map[string]*runGroup, len(s.Groups)),
+		groupRuns: make(map[string]*runGroup, len(s.Groups)),
+		nodeIDs:   nodeIdentities(cur, s),
 		built:     p.built,
 		versions:  p.versions,
 		epoch:     1,
@@ -88,7 +97,24 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		targets[st.spec.Tag] = r.target
 	}
 	for _, st := range p.groups {
-		next.groups[st.spec.Tag] = &runGroup{spec: st.spec, version: st.version}
+		next.groupRuns[st.spec.Tag] = &runGroup{spec: st.spec, version: st.version}
+	}
+	groups, warnings, err := buildGroups(cur, next, p, s, env)
+	if err != nil {
+		return nil, err
+	}
+	next.groups = groups
+	if groups != nil {
+		for _, tag := range groups.Tags() {
+			targets[tag] = groups.Target(tag)
+		}
+	}
+	// From here a failure must close the manager just built.
+	fail := func(err error) (*prepared, error) {
+		if groups != nil {
+			groups.Close()
+		}
+		return nil, err
 	}
 	pl := &plane.Plane{Epoch: next.epoch, Targets: targets, Establish: netx.EstablishTimeout(s.Dial.ConnectTimeout)}
 	if len(s.Rules) > 0 {
@@ -97,20 +123,20 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 	for i, r := range s.Rules {
 		m, err := route.Compile(r)
 		if err != nil {
-			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+			return fail(fmt.Errorf("rule %d: %w", i+1, err))
 		}
 		t, ok := targets[r.Outbound]
 		if !ok {
-			return nil, fmt.Errorf("rule %d: unknown outbound %q", i+1, r.Outbound)
+			return fail(fmt.Errorf("rule %d: unknown outbound %q", i+1, r.Outbound))
 		}
 		pl.Rules = append(pl.Rules, plane.Rule{Match: m, Target: t})
 	}
 	final, ok := targets[s.Route.Final]
 	if !ok {
-		return nil, fmt.Errorf("route: final names unknown outbound %q", s.Route.Final)
+		return fail(fmt.Errorf("route: final names unknown outbound %q", s.Route.Final))
 	}
 	pl.Final = final
-	return &prepared{plan: p, next: next, plane: pl}, nil
+	return &prepared{plan: p, next: next, plane: pl, warnings: warnings}, nil
 }
 
 func buildBalancer(st balancerStep, outs map[string]*runOutbound, log *slog.Logger) (*runBalancer, error) {

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"switchyard/balancer"
+	"switchyard/group"
+	"switchyard/health"
 	"switchyard/plane"
 	"switchyard/spec"
 )
@@ -14,10 +16,15 @@ type state struct {
 	spec      *spec.Spec
 	outbounds map[string]*runOutbound
 	balancers map[string]*runBalancer
-	groups    map[string]*runGroup
 	built     map[string]built
 	versions  map[string]uint32
 	epoch     uint64
+	// nodeIDs is each outbound tag's node identity; groups is the
+	// generation's group manager (nil without groups) and groupRuns each
+	// group's version.
+	nodeIDs   map[string]health.NodeID
+	groups    *group.Manager
+	groupRuns map[string]*runGroup
 }
 
 // runGroup is a group at its version: the manager of the generation holds

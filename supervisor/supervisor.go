@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 
+	"switchyard/group"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
@@ -46,6 +48,11 @@ type Supervisor struct {
 	ctx    context.Context // parent of every probe; cancelled by Close
 	cancel context.CancelFunc
 
+	// groups is the published group manager (nil without groups). A
+	// reload swaps it with the plane, under publish.
+	groups    atomic.Pointer[group.Manager]
+	publishMu sync.Mutex // serializes a reload's publication with group writes' loads
+
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
 	inbounds map[string]*listener
@@ -62,9 +69,11 @@ func Check(s *spec.Spec) error {
 	if err != nil {
 		return err
 	}
-	if _, err := prepare(nil, s, deps); err != nil {
+	p, err := prepare(nil, s, deps)
+	if err != nil {
 		return err
 	}
+	p.discard()
 	for _, in := range s.Inbounds {
 		if _, err := newServer(in, nil, slog.New(slog.DiscardHandler)); err != nil {
 			return err
@@ -100,14 +109,14 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		cancel()
 		return nil, err
 	}
-	p, err := prepareWith(nil, s, deps, opts.wrap)
+	p, err := prepareWith(nil, s, deps, opts.wrap, sv.groupEnv())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	sv.admit(p, s)
 	sv.configureUsers(s)
-	sv.cell.Store(p.plane)
+	sv.publish(nil, p)
 	sv.cur = p.next
 	return sv, nil
 }
@@ -217,6 +226,9 @@ func (sv *Supervisor) Close() error {
 	sv.stopped = nil
 	for _, b := range sv.cur.balancers {
 		b.bal.Stop()
+	}
+	if sv.cur.groups != nil {
+		sv.cur.groups.Close()
 	}
 	for _, t := range sv.cell.Load().Targets {
 		t.CloseFlows()
