@@ -18,8 +18,9 @@ import (
 // every problem rather than stopping at the first; their lines are found
 // afterwards, in one walk of the file (placeLines).
 type lowerer struct {
-	dir  string // relative paths are relative to it; "" = the working directory
-	errs []*Error
+	dir   string // relative paths are relative to it; "" = the working directory
+	errs  []*Error
+	warns []*Error // problems that do not stop the load
 	// later are problems whose text names the line of another key: they
 	// are worded once lines are known.
 	later []laterError
@@ -55,8 +56,11 @@ func newLowerer(dir string) *lowerer {
 // the value): a problem never repeats a long value whole. A lineOf
 // argument formats as the line of its key.
 func (l *lowerer) errorf(key, format string, args ...any) {
+	l.errs = append(l.errs, l.problem(key, format, args))
+}
+
+func (l *lowerer) problem(key, format string, args []any) *Error {
 	e := &Error{Key: key}
-	l.errs = append(l.errs, e)
 	later := false
 	for i, a := range args {
 		switch a := a.(type) {
@@ -70,9 +74,10 @@ func (l *lowerer) errorf(key, format string, args ...any) {
 	}
 	if later {
 		l.later = append(l.later, laterError{e, format, args})
-		return
+		return e
 	}
 	e.Msg = fmt.Sprintf(format, args...)
+	return e
 }
 
 // lineOf, as an argument of errorf for a %s, is the line where its key is

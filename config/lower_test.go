@@ -16,9 +16,12 @@ import (
 
 func mustParse(t *testing.T, text string) *spec.Spec {
 	t.Helper()
-	s, err := Parse([]byte(text), "sy.toml")
+	s, warns, err := Parse([]byte(text), "sy.toml")
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
+	}
+	if warns != nil {
+		t.Fatalf("Parse warned: %v", warns)
 	}
 	return s
 }
@@ -49,7 +52,7 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 }
 
 func TestEmbeddedDefault(t *testing.T) {
-	got, err := Parse(Default(), "default.toml")
+	got, _, err := Parse(Default(), "default.toml")
 	if err != nil {
 		t.Fatalf("the embedded default does not parse: %v", err)
 	}
@@ -76,9 +79,9 @@ func TestEmbeddedDefault(t *testing.T) {
 }
 
 func TestFullFile(t *testing.T) {
-	got, err := Load(filepath.Join("testdata", "full.toml"))
-	if err != nil {
-		t.Fatal(err)
+	got, warns, err := Load(filepath.Join("testdata", "full.toml"))
+	if err != nil || warns != nil {
+		t.Fatal(err, warns)
 	}
 	testdata, err := filepath.Abs("testdata")
 	if err != nil {
@@ -316,11 +319,11 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[log]\nlevel = \"loud\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(path)
+	_, _, err := Load(path)
 	if err == nil || err.Error() != path+`:2: log.level: "loud" is not one of trace | debug | info | warn | error` {
 		t.Fatalf("Load error = %v", err)
 	}
-	_, err = Load(filepath.Join(dir, "missing.toml"))
+	_, _, err = Load(filepath.Join(dir, "missing.toml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Load of a missing file: %v, want fs.ErrNotExist", err)
 	}
@@ -585,7 +588,7 @@ func TestLoadCAFileBesideTheConfig(t *testing.T) {
 	}
 	t.Chdir(filepath.Dir(path))
 	for _, p := range []string{path, "sy.toml"} {
-		s, err := Load(p)
+		s, _, err := Load(p)
 		if err != nil {
 			t.Fatalf("Load(%q): %v", p, err)
 		}
