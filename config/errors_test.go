@@ -49,14 +49,14 @@ colour = "blue"
 
 		{"sections not implemented yet", `[dns]
 servers = ["udp://1.1.1.1:53"]
-[[groups]]
-tag = "proxy"
-[[groups]]
-tag = "auto"
+[[providers]]
+tag = "sub"
+[[providers]]
+tag = "sub2"
 `, []want{
 			{1, "dns", `unknown key "dns"`},
-			{3, "groups[0]", `unknown key "groups"`},
-			{5, "groups[1]", `unknown key "groups"`},
+			{3, "providers[0]", `unknown key "providers"`},
+			{5, "providers[1]", `unknown key "providers"`},
 		}},
 
 		{"unknown key inside the second inbound", socksIn + `

@@ -15,6 +15,7 @@ type fileConfig struct {
 	Inbounds  []fileInbound  `toml:"inbounds"`
 	Outbounds []fileOutbound `toml:"outbounds"`
 	Balancers []fileBalancer `toml:"balancers"`
+	Groups    []fileGroup    `toml:"groups"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
 }
@@ -141,6 +142,21 @@ type fileBalancer struct {
 	Strategy      *string  `toml:"strategy"`
 	ProbeInterval *string  `toml:"probe_interval"`
 	ProbeTimeout  *string  `toml:"probe_timeout"`
+}
+
+// fileGroup holds the keys of every group policy; which of them a policy
+// takes is groupKeys (defaults.go).
+type fileGroup struct {
+	Tag         *string  `toml:"tag"`
+	Policy      *string  `toml:"policy"`
+	Members     []string `toml:"members"`
+	Default     *string  `toml:"default"`
+	Final       *string  `toml:"final"`
+	Interrupt   *bool    `toml:"interrupt"`
+	Use         []string `toml:"use"`
+	Tolerance   *string  `toml:"tolerance"`
+	CheckURL    *string  `toml:"check_url"`
+	IdleTimeout *string  `toml:"idle_timeout"`
 }
 
 type fileRoute struct {

@@ -46,7 +46,7 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 	if !spec.Equal(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	if got.Inbounds != nil || got.Rules != nil || got.Socket.BindAddresses != nil {
+	if got.Inbounds != nil || got.Rules != nil || got.Socket.BindAddresses != nil || got.Groups != nil {
 		t.Fatalf("empty parts must be nil: %+v", got)
 	}
 }
@@ -149,6 +149,14 @@ func TestFullFile(t *testing.T) {
 		},
 		Balancers: []spec.Balancer{{Tag: "pool", Members: []string{"up-socks", "up-socks-2"}, Strategy: "round_robin",
 			ProbeInterval: 10 * time.Second, ProbeTimeout: 2 * time.Second}},
+		Groups: []spec.Group{
+			{Tag: "proxy", Policy: "selector", Members: []string{"vless", "vmess", "auto", "pool"}, Default: "vmess",
+				Final: "out-v4", IdleTimeout: 10 * time.Minute},
+			{Tag: "auto", Policy: "urltest", Members: []string{"vless", "vmess", "hy2", "ss", "fb"}, Interrupt: true,
+				Tolerance: 80 * time.Millisecond, CheckURL: "http://cp.example:8080/generate_204"},
+			{Tag: "fb", Policy: "fallback", Members: []string{"vless", "ss"}, Final: "proxy"},
+			{Tag: "lb", Policy: "loadbalance", Members: []string{"trojan", "wg", "direct"}, CheckURL: "https://lb.example/"},
+		},
 		Route: spec.Route{Final: "out-v4"},
 		Rules: []spec.Rule{
 			{
@@ -168,6 +176,7 @@ func TestFullFile(t *testing.T) {
 			},
 			{Outbound: "block"},
 			{Network: "tcp", Outbound: "pool"},
+			{Port: []uint16{8443}, Outbound: "auto"},
 		},
 	}
 	if !spec.Equal(got, want) {
