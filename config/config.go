@@ -26,7 +26,8 @@ var defaultText []byte
 func Default() []byte { return bytes.Clone(defaultText) }
 
 // Load reads and lowers the file at path; problems name the file by path.
-// Relative paths inside the file are relative to its folder. A file that
+// Relative paths inside the file are relative to its folder, and the state
+// file is switchyard.db there unless [state] says otherwise. A file that
 // cannot be read is an error from the file system, not Errors. Warnings
 // come with a spec: they are what the file asks for that has no effect.
 func Load(path string) (*spec.Spec, Warnings, error) {
@@ -39,15 +40,16 @@ func Load(path string) (*spec.Spec, Warnings, error) {
 
 // Parse lowers TOML data. name is the file name used in error texts; it is
 // not read, and relative paths inside data are relative to the process's
-// working directory. Any problem makes it return nil and Errors (every
-// problem found, in line order); otherwise the spec comes with its
-// Warnings, if any.
+// working directory. Since the text is no file to keep a state file beside,
+// its state is kept in memory unless [state] names a file. Any problem
+// makes it return nil and Errors (every problem found, in line order);
+// otherwise the spec comes with its Warnings, if any.
 func Parse(data []byte, name string) (*spec.Spec, Warnings, error) {
 	return parse(data, name, "")
 }
 
 // parse lowers data; relative paths inside it are relative to dir ("" for
-// the working directory).
+// text from no file: see lowerer.dir).
 func parse(data []byte, name, dir string) (*spec.Spec, Warnings, error) {
 	tab := &lineTable{data: data}
 	var f fileConfig

@@ -31,6 +31,17 @@ const (
 	// 1ms).
 	defaultTolerance = 50 * time.Millisecond
 
+	// [health].
+	defaultTCPCheckMethod = "HEAD"
+	defaultCheckInterval  = 30 * time.Second
+	defaultCheckTimeout   = 5 * time.Second
+	defaultIdleTimeout    = 30 * time.Minute
+
+	// defaultStateFile is the state file of a configuration file that does
+	// not name one, beside it. Text that comes from no file (Parse, the
+	// embedded default) keeps its state in memory.
+	defaultStateFile = "switchyard.db"
+
 	// Inbounds: one deadline over a connection's whole handshake, and the
 	// connections in their handshake at once (the inbounds' own defaults;
 	// inbound/internal/serve says why).
@@ -121,6 +132,7 @@ var (
 	networks        = []string{"tcp", "udp"}
 	protocols       = []string{"tls", "http", "quic", "dns"}
 	strategies      = []string{"failover", "round_robin"}
+	checkMethods    = []string{"HEAD", "GET"}
 
 	// groupPolicies are the accepted group policies. The pending ones are
 	// documented in CONFIG.md but not built yet: they are refused as not
@@ -140,6 +152,11 @@ var (
 		"fallback":    {},
 		"loadbalance": {},
 	}
+
+	// The [health] defaults: probe with an HTTP HEAD of a URL that answers
+	// 204, and with one DNS query for UDP.
+	defaultTCPCheckURLs = []string{"https://www.gstatic.com/generate_204"}
+	defaultUDPCheckDNS  = []string{"1.1.1.1:53"}
 
 	// probeableTypes are the canonical outbound types with an upstream a
 	// balancer's TCP health probe can reach: the proxy clients over a

@@ -16,6 +16,8 @@ type fileConfig struct {
 	Outbounds []fileOutbound `toml:"outbounds"`
 	Balancers []fileBalancer `toml:"balancers"`
 	Groups    []fileGroup    `toml:"groups"`
+	Health    fileHealth     `toml:"health"`
+	State     fileState      `toml:"state"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
 }
@@ -157,6 +159,22 @@ type fileGroup struct {
 	Tolerance   *string  `toml:"tolerance"`
 	CheckURL    *string  `toml:"check_url"`
 	IdleTimeout *string  `toml:"idle_timeout"`
+}
+
+// fileHealth is [health]. The lists are pointers: a written empty list
+// ([] = no URL probe, no UDP probe) is not the same as one left out (the
+// defaults).
+type fileHealth struct {
+	TCPCheckURL    *[]string `toml:"tcp_check_url"`
+	TCPCheckMethod *string   `toml:"tcp_check_method"`
+	UDPCheckDNS    *[]string `toml:"udp_check_dns"`
+	CheckInterval  *string   `toml:"check_interval"`
+	CheckTimeout   *string   `toml:"check_timeout"`
+	IdleTimeout    *string   `toml:"idle_timeout"`
+}
+
+type fileState struct {
+	Path *string `toml:"path"`
 }
 
 type fileRoute struct {

@@ -35,6 +35,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[outbounds]]\ntag = \"wg\"\ntype = \"wireguard\"\nendpoint = \"203.0.113.1:51820\"\nprivate_key = \"ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\"\npeer_public_key = \"eaYx7t4b+cmPEgMs3q3Q56B5OY/HhriMyEbsia+FpRo=\"\naddresses = [\"10.7.0.2\", \"fd00:7::2/64\"]\nmtu = 1280\nkeepalive = \"25s\"\nallowed_ips = [\"0.0.0.0/0\"]\nreserved = [0, 1, 2]\n"))
 	f.Add([]byte("[[groups]]\ntag = \"sel\"\npolicy = \"selector\"\nmembers = [\"auto\", \"direct\"]\ndefault = \"auto\"\nfinal = \"block\"\ninterrupt = false\nuse = []\ncheck_url = \"https://x.example/\"\n[[groups]]\ntag = \"auto\"\npolicy = \"urltest\"\nmembers = [\"sel\", \"direct\"]\ntolerance = \"0s\"\nidle_timeout = \"10m\"\n[[rules]]\nport = [443]\noutbound = \"auto\"\n[route]\nfinal = \"sel\"\n"))
 	f.Add([]byte("groups = [{ tag = \"fb\", policy = \"fallback\", members = [\"direct\", \"fb\"], final = \"lb\" }, { tag = \"lb\", policy = \"loadbalance\", members = [\"block\"], check_url = \"http://[::1]:80/\", use = [\"sub\"] }, { tag = \"s\", policy = \"score\", members = [] }]\n"))
+	f.Add([]byte("[health]\ntcp_check_url = [\"https://www.gstatic.com/generate_204\", \"\"]\ntcp_check_method = \"GET\"\nudp_check_dns = [\"[2001:db8::53]:53\", \"dns.example:0\"]\ncheck_interval = \"5s\"\ncheck_timeout = \"6s\"\nidle_timeout = \"1h\"\n[state]\npath = \"\"\n"))
+	f.Add([]byte("health = { tcp_check_url = [], udp_check_dns = [] }\nstate = { path = \"state/sy.db\" }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Count(data, []byte("\n")) + 1
 		located := func(kind string, es []*Error) {

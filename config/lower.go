@@ -19,7 +19,11 @@ import (
 // every problem rather than stopping at the first; their lines are found
 // afterwards, in one walk of the file (placeLines).
 type lowerer struct {
-	dir   string // relative paths are relative to it; "" = the working directory
+	// dir is the folder of the file being lowered: relative paths are
+	// relative to it. "" is text from no file (Parse): relative paths are
+	// relative to the working directory, and the state is kept in memory
+	// unless [state] names a file.
+	dir   string
 	errs  []*Error
 	warns []*Error // problems that do not stop the load
 	// later are problems whose text names the line of another key: they
@@ -146,6 +150,8 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		Outbounds: l.outbounds(f.Outbounds),
 		Balancers: l.balancers(f.Balancers),
 		Groups:    l.groups(f.Groups),
+		Health:    l.health(&f.Health),
+		State:     l.state(&f.State),
 	}
 	final := defaultFinal
 	if f.Route.Final != nil {

@@ -34,6 +34,18 @@ func implicitBlock() spec.Outbound {
 	return spec.Outbound{Tag: "block", Type: "block", UDP: true}
 }
 
+// defaultHealth is [health] with every default.
+func defaultHealth() spec.Health {
+	return spec.Health{
+		TCPCheckURLs:   []string{"https://www.gstatic.com/generate_204"},
+		TCPCheckMethod: "HEAD",
+		UDPCheckDNS:    []string{"1.1.1.1:53"},
+		CheckInterval:  30 * time.Second,
+		CheckTimeout:   5 * time.Second,
+		IdleTimeout:    30 * time.Minute,
+	}
+}
+
 func TestEmptyFileGetsDefaults(t *testing.T) {
 	got := mustParse(t, "# nothing\n")
 	want := &spec.Spec{
@@ -41,6 +53,7 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 		Dial:      spec.Dial{ConnectTimeout: 10 * time.Second, MaxConcurrentDials: 64},
 		Reload:    spec.Reload{Drain: spec.DrainKeep},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
+		Health:    defaultHealth(),
 		Route:     spec.Route{Final: "direct"},
 	}
 	if !spec.Equal(got, want) {
@@ -66,6 +79,7 @@ func TestEmbeddedDefault(t *testing.T) {
 			HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256,
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
+		Health:    defaultHealth(),
 		Route:     spec.Route{Final: "direct"},
 	}
 	if !spec.Equal(got, want) {
@@ -157,6 +171,15 @@ func TestFullFile(t *testing.T) {
 			{Tag: "fb", Policy: "fallback", Members: []string{"vless", "ss"}, Final: "proxy"},
 			{Tag: "lb", Policy: "loadbalance", Members: []string{"trojan", "wg", "direct"}, CheckURL: "https://lb.example/"},
 		},
+		Health: spec.Health{
+			TCPCheckURLs:   []string{"https://cp.example/generate_204", "http://192.0.2.1/"},
+			TCPCheckMethod: "GET",
+			UDPCheckDNS:    []string{"9.9.9.9:53", "[2001:db8::53]:53", "dns.example:5353"},
+			CheckInterval:  time.Minute,
+			CheckTimeout:   3 * time.Second,
+			IdleTimeout:    time.Hour,
+		},
+		State: spec.State{Path: filepath.Join(testdata, "state", "sy.db")},
 		Route: spec.Route{Final: "out-v4"},
 		Rules: []spec.Rule{
 			{
