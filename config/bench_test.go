@@ -35,7 +35,7 @@ func BenchmarkParseRules(b *testing.B) {
 				kept = nil
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				s, err := Parse(data, "rules.toml")
+				s, _, err := Parse(data, "rules.toml")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -26,33 +26,37 @@ var defaultText []byte
 func Default() []byte { return bytes.Clone(defaultText) }
 
 // Load reads and lowers the file at path; problems name the file by path.
-// Relative paths inside the file are relative to its folder. A file that
-// cannot be read is an error from the file system, not Errors.
-func Load(path string) (*spec.Spec, error) {
+// Relative paths inside the file are relative to its folder, and the state
+// file is switchyard.db there unless [state] says otherwise. A file that
+// cannot be read is an error from the file system, not Errors. Warnings
+// come with a spec: they are what the file asks for that has no effect.
+func Load(path string) (*spec.Spec, Warnings, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	return parse(data, path, filepath.Dir(path))
 }
 
 // Parse lowers TOML data. name is the file name used in error texts; it is
 // not read, and relative paths inside data are relative to the process's
-// working directory. Any problem makes it return nil and Errors (every
-// problem found, in line order).
-func Parse(data []byte, name string) (*spec.Spec, error) {
+// working directory. Since the text is no file to keep a state file beside,
+// its state is kept in memory unless [state] names a file. Any problem
+// makes it return nil and Errors (every problem found, in line order);
+// otherwise the spec comes with its Warnings, if any.
+func Parse(data []byte, name string) (*spec.Spec, Warnings, error) {
 	return parse(data, name, "")
 }
 
 // parse lowers data; relative paths inside it are relative to dir ("" for
-// the working directory).
-func parse(data []byte, name, dir string) (*spec.Spec, error) {
+// text from no file: see lowerer.dir).
+func parse(data []byte, name, dir string) (*spec.Spec, Warnings, error) {
 	tab := &lineTable{data: data}
 	var f fileConfig
 	if fatal := decode(data, &f, tab); fatal != nil {
 		fatal.File = name
 		fatal.Key = clip.String(fatal.Key)
-		return nil, Errors{fatal}
+		return nil, nil, Errors{fatal}
 	}
 	l := newLowerer(dir)
 	s := l.lower(&f) // the decoded file is not used after this
@@ -65,13 +69,24 @@ func parse(data []byte, name, dir string) (*spec.Spec, error) {
 	}
 	errs = append(errs, l.errs...)
 	if len(errs) == 0 {
-		return s, nil
+		if len(l.warns) == 0 {
+			return s, nil, nil
+		}
+		l.placeLines(data, l.warns)
+		settle(l.warns, name)
+		return s, Warnings(l.warns), nil
 	}
 	l.placeLines(data, errs)
-	for _, e := range errs {
+	settle(errs, name)
+	return nil, nil, errs
+}
+
+// settle names the file of each problem, clips its key and puts the
+// problems in line order.
+func settle(es []*Error, name string) {
+	for _, e := range es {
 		e.File = name
 		e.Key = clip.String(e.Key)
 	}
-	errs.sortByLine()
-	return nil, errs
+	sortByLine(es)
 }

@@ -55,9 +55,14 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
+// Warnings are the problems of a file that do not stop it from loading: keys
+// it accepts that have no effect where they are written. Each is worded and
+// placed as an Error is.
+type Warnings []*Error
+
 // sortByLine orders problems by line, keeping the order they were found in
 // within one line. Problems with no line go last.
-func (es Errors) sortByLine() {
+func sortByLine(es []*Error) {
 	rank := func(e *Error) int {
 		if e.Line <= 0 {
 			return int(^uint(0) >> 1)

@@ -49,14 +49,14 @@ colour = "blue"
 
 		{"sections not implemented yet", `[dns]
 servers = ["udp://1.1.1.1:53"]
-[[groups]]
-tag = "proxy"
-[[groups]]
-tag = "auto"
+[[providers]]
+tag = "sub"
+[[providers]]
+tag = "sub2"
 `, []want{
 			{1, "dns", `unknown key "dns"`},
-			{3, "groups[0]", `unknown key "groups"`},
-			{5, "groups[1]", `unknown key "groups"`},
+			{3, "providers[0]", `unknown key "providers"`},
+			{5, "providers[1]", `unknown key "providers"`},
 		}},
 
 		{"unknown key inside the second inbound", socksIn + `
@@ -1407,28 +1407,33 @@ members = ["s", "h", "d", "block"]
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := Parse([]byte(tc.text), "sy.toml")
-			if err == nil {
-				t.Fatalf("no error; spec %+v", s)
-			}
-			if s != nil {
-				t.Fatalf("a spec came back with the error")
-			}
-			var errs Errors
-			if !errors.As(err, &errs) {
-				t.Fatalf("error is %T, want Errors: %v", err, err)
-			}
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d:\n%v", len(errs), len(tc.want), err)
-			}
-			for i, w := range tc.want {
-				e := errs[i]
-				if e.File != "sy.toml" || e.Line != w.line || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
-					t.Errorf("problem %d:\n got  %s\n want sy.toml:%d: %s: ...%s...", i, e, w.line, w.key, w.msg)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.text, tc.want) })
+	}
+}
+
+// wantProblems parses text as sy.toml and checks that it is refused with
+// exactly the problems in want, in order.
+func wantProblems(t *testing.T, text string, want []want) {
+	t.Helper()
+	s, warns, err := Parse([]byte(text), "sy.toml")
+	if err == nil {
+		t.Fatalf("no error; spec %+v", s)
+	}
+	if s != nil || warns != nil {
+		t.Fatalf("a spec or warnings came back with the error")
+	}
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error is %T, want Errors: %v", err, err)
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, w := range want {
+		e := errs[i]
+		if e.File != "sy.toml" || e.Line != w.line || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
+			t.Errorf("problem %d:\n got  %s\n want sy.toml:%d: %s: ...%s...", i, e, w.line, w.key, w.msg)
+		}
 	}
 }
 
@@ -1451,7 +1456,7 @@ func TestLongValuesAreClipped(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.text), "sy.toml")
+			_, _, err := Parse([]byte(tc.text), "sy.toml")
 			var errs Errors
 			if !errors.As(err, &errs) || len(errs) != 1 {
 				t.Fatalf("want one problem, got %.500v", err)

@@ -15,6 +15,9 @@ type fileConfig struct {
 	Inbounds  []fileInbound  `toml:"inbounds"`
 	Outbounds []fileOutbound `toml:"outbounds"`
 	Balancers []fileBalancer `toml:"balancers"`
+	Groups    []fileGroup    `toml:"groups"`
+	Health    fileHealth     `toml:"health"`
+	State     fileState      `toml:"state"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
 }
@@ -141,6 +144,37 @@ type fileBalancer struct {
 	Strategy      *string  `toml:"strategy"`
 	ProbeInterval *string  `toml:"probe_interval"`
 	ProbeTimeout  *string  `toml:"probe_timeout"`
+}
+
+// fileGroup holds the keys of every group policy; which of them a policy
+// takes is groupKeys (defaults.go).
+type fileGroup struct {
+	Tag         *string  `toml:"tag"`
+	Policy      *string  `toml:"policy"`
+	Members     []string `toml:"members"`
+	Default     *string  `toml:"default"`
+	Final       *string  `toml:"final"`
+	Interrupt   *bool    `toml:"interrupt"`
+	Use         []string `toml:"use"`
+	Tolerance   *string  `toml:"tolerance"`
+	CheckURL    *string  `toml:"check_url"`
+	IdleTimeout *string  `toml:"idle_timeout"`
+}
+
+// fileHealth is [health]. The lists are pointers: a written empty list
+// ([] = no URL probe, no UDP probe) is not the same as one left out (the
+// defaults).
+type fileHealth struct {
+	TCPCheckURL    *[]string `toml:"tcp_check_url"`
+	TCPCheckMethod *string   `toml:"tcp_check_method"`
+	UDPCheckDNS    *[]string `toml:"udp_check_dns"`
+	CheckInterval  *string   `toml:"check_interval"`
+	CheckTimeout   *string   `toml:"check_timeout"`
+	IdleTimeout    *string   `toml:"idle_timeout"`
+}
+
+type fileState struct {
+	Path *string `toml:"path"`
 }
 
 type fileRoute struct {

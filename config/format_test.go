@@ -22,7 +22,7 @@ tag = "in"
 type = "socks"
 lisen = "127.0.0.1:1080"
 `
-	_, err := Parse([]byte(text), "sy.toml")
+	_, _, err := Parse([]byte(text), "sy.toml")
 	wantText := `sy.toml:10: outbounds[1].type: unknown outbound type "tuic"
 sy.toml:12: inbounds[0].listen: required key is missing
 sy.toml:15: inbounds[0].lisen: unknown key "lisen"`

@@ -33,26 +33,37 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[outbounds]]\ntag = \"g\"\ntype = \"vmess\"\nserver = \"example.com:443\"\nuuid = \"b831381d-6324-4d53-ad4f-8cda48b30811\"\ntransport = { type = \"grpc\", service_name = \"Tun\", authority = \"a.example\", mode = \"multi\" }\ntls = { alpn = [\"h2\"], fingerprint = \"random\" }\n"))
 	f.Add([]byte("[[outbounds]]\ntag = \"hy2\"\ntype = \"hysteria2\"\nserver = \"[2001:db8::1]:443\"\npassword = \"p\"\nobfs = { type = \"salamander\", password = \"obfs\" }\nup_mbps = 10\ndown_mbps = 100\ntls = { server_name = \"h\", alpn = [\"h3\"] }\n[[balancers]]\ntag = \"pool\"\nmembers = [\"hy2\"]\n"))
 	f.Add([]byte("[[outbounds]]\ntag = \"wg\"\ntype = \"wireguard\"\nendpoint = \"203.0.113.1:51820\"\nprivate_key = \"ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\"\npeer_public_key = \"eaYx7t4b+cmPEgMs3q3Q56B5OY/HhriMyEbsia+FpRo=\"\naddresses = [\"10.7.0.2\", \"fd00:7::2/64\"]\nmtu = 1280\nkeepalive = \"25s\"\nallowed_ips = [\"0.0.0.0/0\"]\nreserved = [0, 1, 2]\n"))
+	f.Add([]byte("[[groups]]\ntag = \"sel\"\npolicy = \"selector\"\nmembers = [\"auto\", \"direct\"]\ndefault = \"auto\"\nfinal = \"block\"\ninterrupt = false\nuse = []\ncheck_url = \"https://x.example/\"\n[[groups]]\ntag = \"auto\"\npolicy = \"urltest\"\nmembers = [\"sel\", \"direct\"]\ntolerance = \"0s\"\nidle_timeout = \"10m\"\n[[rules]]\nport = [443]\noutbound = \"auto\"\n[route]\nfinal = \"sel\"\n"))
+	f.Add([]byte("groups = [{ tag = \"fb\", policy = \"fallback\", members = [\"direct\", \"fb\"], final = \"lb\" }, { tag = \"lb\", policy = \"loadbalance\", members = [\"block\"], check_url = \"http://[::1]:80/\", use = [\"sub\"] }, { tag = \"s\", policy = \"score\", members = [] }]\n"))
+	f.Add([]byte("[health]\ntcp_check_url = [\"https://www.gstatic.com/generate_204\", \"\"]\ntcp_check_method = \"GET\"\nudp_check_dns = [\"[2001:db8::53]:53\", \"dns.example:0\"]\ncheck_interval = \"5s\"\ncheck_timeout = \"6s\"\nidle_timeout = \"1h\"\n[state]\npath = \"\"\n"))
+	f.Add([]byte("health = { tcp_check_url = [], udp_check_dns = [] }\nstate = { path = \"state/sy.db\" }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(data, "fuzz.toml")
+		lines := bytes.Count(data, []byte("\n")) + 1
+		located := func(kind string, es []*Error) {
+			for _, e := range es {
+				if e.Msg == "" || e.File != "fuzz.toml" || e.Line < 0 || e.Line > lines {
+					t.Fatalf("bad %s %#v in a %d-line document", kind, e, lines)
+				}
+			}
+		}
+		s, warns, err := Parse(data, "fuzz.toml")
 		if err != nil {
-			if s != nil {
-				t.Fatal("a spec came back with an error")
+			if s != nil || warns != nil {
+				t.Fatal("a spec or warnings came back with an error")
 			}
 			var errs Errors
 			if !errors.As(err, &errs) || len(errs) == 0 {
 				t.Fatalf("error %T %v is not a non-empty Errors", err, err)
 			}
-			lines := bytes.Count(data, []byte("\n")) + 1
-			for _, e := range errs {
-				if e.Msg == "" || e.File != "fuzz.toml" || e.Line < 0 || e.Line > lines {
-					t.Fatalf("bad problem %#v in a %d-line document", e, lines)
-				}
-			}
+			located("problem", errs)
 			return
 		}
-		again, err := Parse(data, "fuzz.toml")
-		if err != nil || !spec.Equal(s, again) {
+		if warns != nil && len(warns) == 0 {
+			t.Fatal("empty warnings are not nil")
+		}
+		located("warning", warns)
+		again, warnsAgain, err := Parse(data, "fuzz.toml")
+		if err != nil || !spec.Equal(s, again) || !spec.Equal(warns, warnsAgain) {
 			t.Fatalf("two parses of one text differ: %v", err)
 		}
 	})

@@ -108,7 +108,7 @@ func TestIndexDeepDocuments(t *testing.T) {
 		if d.max > maxIndexDepth+1 {
 			t.Fatalf("%s: walked a path of depth %d", name, d.max)
 		}
-		_, err := Parse([]byte(doc), "deep.toml")
+		_, _, err := Parse([]byte(doc), "deep.toml")
 		if err == nil || !strings.HasPrefix(err.Error(), "deep.toml:1: ") {
 			t.Errorf("%s: %v", name, err)
 		}

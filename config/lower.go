@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,8 +19,13 @@ import (
 // every problem rather than stopping at the first; their lines are found
 // afterwards, in one walk of the file (placeLines).
 type lowerer struct {
-	dir  string // relative paths are relative to it; "" = the working directory
-	errs []*Error
+	// dir is the folder of the file being lowered: relative paths are
+	// relative to it. "" is text from no file (Parse): relative paths are
+	// relative to the working directory, and the state is kept in memory
+	// unless [state] names a file.
+	dir   string
+	errs  []*Error
+	warns []*Error // problems that do not stop the load
 	// later are problems whose text names the line of another key: they
 	// are worded once lines are known.
 	later []laterError
@@ -31,6 +37,7 @@ type lowerer struct {
 	inboundTags  map[string]string
 	outboundTags map[string]string
 	balancerTags map[string]string
+	groupTags    map[string]string
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
@@ -45,6 +52,7 @@ func newLowerer(dir string) *lowerer {
 		inboundTags:   map[string]string{},
 		outboundTags:  map[string]string{},
 		balancerTags:  map[string]string{},
+		groupTags:     map[string]string{},
 		declaredTypes: map[string]string{},
 	}
 }
@@ -55,8 +63,16 @@ func newLowerer(dir string) *lowerer {
 // the value): a problem never repeats a long value whole. A lineOf
 // argument formats as the line of its key.
 func (l *lowerer) errorf(key, format string, args ...any) {
+	l.errs = append(l.errs, l.problem(key, format, args))
+}
+
+// warnf records a warning, worded and placed as errorf places a problem.
+func (l *lowerer) warnf(key, format string, args ...any) {
+	l.warns = append(l.warns, l.problem(key, format, args))
+}
+
+func (l *lowerer) problem(key, format string, args []any) *Error {
 	e := &Error{Key: key}
-	l.errs = append(l.errs, e)
 	later := false
 	for i, a := range args {
 		switch a := a.(type) {
@@ -70,9 +86,10 @@ func (l *lowerer) errorf(key, format string, args ...any) {
 	}
 	if later {
 		l.later = append(l.later, laterError{e, format, args})
-		return
+		return e
 	}
 	e.Msg = fmt.Sprintf(format, args...)
+	return e
 }
 
 // lineOf, as an argument of errorf for a %s, is the line where its key is
@@ -132,6 +149,9 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		Inbounds:  l.inbounds(f.Inbounds),
 		Outbounds: l.outbounds(f.Outbounds),
 		Balancers: l.balancers(f.Balancers),
+		Groups:    l.groups(f.Groups),
+		Health:    l.health(&f.Health),
+		State:     l.state(&f.State),
 	}
 	final := defaultFinal
 	if f.Route.Final != nil {
@@ -212,6 +232,32 @@ func (l *lowerer) positiveDuration(key, text, hint string) time.Duration {
 	return d
 }
 
+// checkURL reports whether u is an http or https URL with a host, recording
+// a problem when not.
+func (l *lowerer) checkURL(key, u string) bool {
+	p, err := url.Parse(u)
+	if err == nil && (p.Scheme == "http" || p.Scheme == "https") && p.Host != "" && p.Hostname() != "" {
+		return true
+	}
+	l.errorf(key, "%q is not an http or https URL (such as \"https://www.gstatic.com/generate_204\")", u)
+	return false
+}
+
+// nonNegativeDuration parses a Go duration that may be zero; it returns 0
+// after recording a problem.
+func (l *lowerer) nonNegativeDuration(key, text string) time.Duration {
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		l.errorf(key, "%q is not a duration (such as \"50ms\" or \"1s\")", text)
+		return 0
+	}
+	if d < 0 {
+		l.errorf(key, "%q must not be negative", text)
+		return 0
+	}
+	return d
+}
+
 // enum returns the value written at key, or def when it is not written. A
 // value outside allowed is a problem (and def is returned).
 func (l *lowerer) enum(key string, v *string, def string, allowed []string) string {
@@ -261,15 +307,11 @@ func (l *lowerer) absPath(key, path string) string {
 }
 
 // outboundRef checks that tag names a route target: an outbound, declared or
-// implicit, or a balancer.
+// implicit, a balancer or a group.
 func (l *lowerer) outboundRef(key, tag string) {
-	if _, ok := l.outboundType(tag); ok {
-		return
+	if _, kind := l.declared(tag); kind == "" {
+		l.errorf(key, "unknown outbound %q", tag)
 	}
-	if _, ok := l.balancerTags[tag]; ok {
-		return
-	}
-	l.errorf(key, "unknown outbound %q", tag)
 }
 
 // outboundType returns the canonical type of the outbound tagged tag,

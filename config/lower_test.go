@@ -16,9 +16,12 @@ import (
 
 func mustParse(t *testing.T, text string) *spec.Spec {
 	t.Helper()
-	s, err := Parse([]byte(text), "sy.toml")
+	s, warns, err := Parse([]byte(text), "sy.toml")
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
+	}
+	if warns != nil {
+		t.Fatalf("Parse warned: %v", warns)
 	}
 	return s
 }
@@ -31,6 +34,18 @@ func implicitBlock() spec.Outbound {
 	return spec.Outbound{Tag: "block", Type: "block", UDP: true}
 }
 
+// defaultHealth is [health] with every default.
+func defaultHealth() spec.Health {
+	return spec.Health{
+		TCPCheckURLs:   []string{"https://www.gstatic.com/generate_204"},
+		TCPCheckMethod: "HEAD",
+		UDPCheckDNS:    []string{"1.1.1.1:53"},
+		CheckInterval:  30 * time.Second,
+		CheckTimeout:   5 * time.Second,
+		IdleTimeout:    30 * time.Minute,
+	}
+}
+
 func TestEmptyFileGetsDefaults(t *testing.T) {
 	got := mustParse(t, "# nothing\n")
 	want := &spec.Spec{
@@ -38,18 +53,19 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 		Dial:      spec.Dial{ConnectTimeout: 10 * time.Second, MaxConcurrentDials: 64},
 		Reload:    spec.Reload{Drain: spec.DrainKeep},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
+		Health:    defaultHealth(),
 		Route:     spec.Route{Final: "direct"},
 	}
 	if !spec.Equal(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	if got.Inbounds != nil || got.Rules != nil || got.Socket.BindAddresses != nil {
+	if got.Inbounds != nil || got.Rules != nil || got.Socket.BindAddresses != nil || got.Groups != nil {
 		t.Fatalf("empty parts must be nil: %+v", got)
 	}
 }
 
 func TestEmbeddedDefault(t *testing.T) {
-	got, err := Parse(Default(), "default.toml")
+	got, _, err := Parse(Default(), "default.toml")
 	if err != nil {
 		t.Fatalf("the embedded default does not parse: %v", err)
 	}
@@ -63,6 +79,7 @@ func TestEmbeddedDefault(t *testing.T) {
 			HandshakeTimeout: 10 * time.Second, MaxHandshakes: 256,
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
+		Health:    defaultHealth(),
 		Route:     spec.Route{Final: "direct"},
 	}
 	if !spec.Equal(got, want) {
@@ -76,9 +93,9 @@ func TestEmbeddedDefault(t *testing.T) {
 }
 
 func TestFullFile(t *testing.T) {
-	got, err := Load(filepath.Join("testdata", "full.toml"))
-	if err != nil {
-		t.Fatal(err)
+	got, warns, err := Load(filepath.Join("testdata", "full.toml"))
+	if err != nil || warns != nil {
+		t.Fatal(err, warns)
 	}
 	testdata, err := filepath.Abs("testdata")
 	if err != nil {
@@ -146,6 +163,23 @@ func TestFullFile(t *testing.T) {
 		},
 		Balancers: []spec.Balancer{{Tag: "pool", Members: []string{"up-socks", "up-socks-2"}, Strategy: "round_robin",
 			ProbeInterval: 10 * time.Second, ProbeTimeout: 2 * time.Second}},
+		Groups: []spec.Group{
+			{Tag: "proxy", Policy: "selector", Members: []string{"vless", "vmess", "auto", "pool"}, Default: "vmess",
+				Final: "out-v4", IdleTimeout: 10 * time.Minute},
+			{Tag: "auto", Policy: "urltest", Members: []string{"vless", "vmess", "hy2", "ss", "fb"}, Interrupt: true,
+				Tolerance: 80 * time.Millisecond, CheckURL: "http://cp.example:8080/generate_204"},
+			{Tag: "fb", Policy: "fallback", Members: []string{"vless", "ss"}, Final: "proxy"},
+			{Tag: "lb", Policy: "loadbalance", Members: []string{"trojan", "wg", "direct"}, CheckURL: "https://lb.example/"},
+		},
+		Health: spec.Health{
+			TCPCheckURLs:   []string{"https://cp.example/generate_204", "http://192.0.2.1/"},
+			TCPCheckMethod: "GET",
+			UDPCheckDNS:    []string{"9.9.9.9:53", "[2001:db8::53]:53", "dns.example:5353"},
+			CheckInterval:  time.Minute,
+			CheckTimeout:   3 * time.Second,
+			IdleTimeout:    time.Hour,
+		},
+		State: spec.State{Path: filepath.Join(testdata, "state", "sy.db")},
 		Route: spec.Route{Final: "out-v4"},
 		Rules: []spec.Rule{
 			{
@@ -165,6 +199,7 @@ func TestFullFile(t *testing.T) {
 			},
 			{Outbound: "block"},
 			{Network: "tcp", Outbound: "pool"},
+			{Port: []uint16{8443}, Outbound: "auto"},
 		},
 	}
 	if !spec.Equal(got, want) {
@@ -316,11 +351,11 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[log]\nlevel = \"loud\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(path)
+	_, _, err := Load(path)
 	if err == nil || err.Error() != path+`:2: log.level: "loud" is not one of trace | debug | info | warn | error` {
 		t.Fatalf("Load error = %v", err)
 	}
-	_, err = Load(filepath.Join(dir, "missing.toml"))
+	_, _, err = Load(filepath.Join(dir, "missing.toml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Load of a missing file: %v, want fs.ErrNotExist", err)
 	}
@@ -585,7 +620,7 @@ func TestLoadCAFileBesideTheConfig(t *testing.T) {
 	}
 	t.Chdir(filepath.Dir(path))
 	for _, p := range []string{path, "sy.toml"} {
-		s, err := Load(p)
+		s, _, err := Load(p)
 		if err != nil {
 			t.Fatalf("Load(%q): %v", p, err)
 		}

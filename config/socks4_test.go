@@ -31,7 +31,7 @@ func TestSOCKS4Key(t *testing.T) {
 		{"not a boolean", socksIn + "socks4 = \"yes\"\n", want{5, "inbounds[0].socks4", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.text), "sy.toml")
+			_, _, err := Parse([]byte(tc.text), "sy.toml")
 			var errs Errors
 			if !errors.As(err, &errs) || len(errs) != 1 {
 				t.Fatalf("err = %v, want one problem", err)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestUserRatesAreLowered(t *testing.T) {
-	s, err := Parse([]byte(`[[inbounds]]
+	s, _, err := Parse([]byte(`[[inbounds]]
 tag = "s"
 type = "socks"
 listen = "127.0.0.1:1080"
@@ -58,7 +58,7 @@ users = [{ username = "a", password = "p", up_mbps = 2 }]
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.text), "sy.toml")
+			_, _, err := Parse([]byte(tc.text), "sy.toml")
 			var errs Errors
 			if !errors.As(err, &errs) {
 				t.Fatalf("error %v, want Errors", err)

@@ -34,7 +34,7 @@ func BenchmarkCompileRules(b *testing.B) {
 				kept = nil
 				runtime.GC()
 				runtime.ReadMemStats(&empty)
-				s, err := config.Parse(data, "rules.toml")
+				s, _, err := config.Parse(data, "rules.toml")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -18,7 +18,7 @@ func checkCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.ErrOrStderr()
-			s, err := config.Load(path)
+			s, warns, err := config.Load(path)
 			if err != nil {
 				var errs config.Errors
 				if errors.As(err, &errs) {
@@ -29,6 +29,9 @@ func checkCmd() *cobra.Command {
 					fmt.Fprintln(out, err)
 				}
 				return exitError{1}
+			}
+			for _, w := range warns {
+				fmt.Fprintln(out, "warning: "+w.Error())
 			}
 			if err := supervisor.Check(s); err != nil {
 				fmt.Fprintf(out, "%s: %v\n", path, err)

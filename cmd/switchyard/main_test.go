@@ -91,3 +91,22 @@ final = "up"
 		t.Fatalf("stderr has no line %q:\n%s", want, stderr)
 	}
 }
+
+// check prints a warning per key that has no effect, with its file and
+// line, and still passes the configuration.
+func TestCheckPrintsWarnings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte(`[[groups]]
+tag = "proxy"
+policy = "selector"
+members = ["direct"]
+check_url = "https://probe.example/"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr, code := switchyard(t, "check", "-c", cfg)
+	want := "warning: " + cfg + ":5: groups[0].check_url: a selector group does not probe its members: check_url is ignored"
+	if code != 0 || strings.TrimSpace(stderr) != want {
+		t.Fatalf("exit code %d; stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+}

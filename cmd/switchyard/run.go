@@ -28,7 +28,7 @@ func runCmd() *cobra.Command {
 		Short: "Serve a configuration (the embedded default without -c)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := load(path)
+			s, warns, err := load(path)
 			if err != nil {
 				var errs config.Errors
 				if errors.As(err, &errs) {
@@ -42,19 +42,27 @@ func runCmd() *cobra.Command {
 			}
 			log := newLogger(s.Log, os.Stderr)
 			slog.SetDefault(log)
+			logWarnings(log, warns)
 			servePprof(log)
-			return serve(s, func() (*spec.Spec, error) { return load(path) }, log)
+			return serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (TOML); default: the embedded default")
 	return cmd
 }
 
-func load(path string) (*spec.Spec, error) {
+func load(path string) (*spec.Spec, config.Warnings, error) {
 	if path == "" {
 		return config.Parse(config.Default(), "default")
 	}
 	return config.Load(path)
+}
+
+// logWarnings logs what the configuration asks for that has no effect.
+func logWarnings(log *slog.Logger, warns config.Warnings) {
+	for _, w := range warns {
+		log.Warn("configuration warning: " + w.Error())
+	}
 }
 
 // logStats logs the process's goroutines, heap, live flows, sessions and
@@ -75,7 +83,7 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
 // with reload and applies it.
-func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) error {
+func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger) error {
 	sv, err := supervisor.New(s, supervisor.Options{Logger: log})
 	if err != nil {
 		// Printed as the load errors are, one plain line on stderr.
@@ -95,7 +103,7 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) er
 			continue
 		}
 		log.Info("reloading the configuration")
-		next, err := reload()
+		next, warns, err := reload()
 		if err != nil {
 			var errs config.Errors
 			if errors.As(err, &errs) {
@@ -107,6 +115,7 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, error), log *slog.Logger) er
 			}
 			continue
 		}
+		logWarnings(log, warns)
 		if sv.Apply(next) == nil {
 			log.Info("reload applied")
 		}

@@ -175,7 +175,7 @@ final = %q
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := config.Load(path)
+	s, _, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", cfg, err)
 	}
