@@ -134,7 +134,33 @@ func (sv *Supervisor) SelectGroup(tag, member string, networks ...netx.Network) 
 
 // groupEnv is what the supervisor's groups are built with.
 func (sv *Supervisor) groupEnv() *groupEnv {
-	return &groupEnv{log: sv.log}
+	env := &groupEnv{log: sv.log}
+	if st := sv.opts.Store; st != nil {
+		env.onPersist = func(group string, network netx.Network, member string) {
+			st.SetSelectorChoice(group, network.String(), member)
+		}
+	}
+	return env
+}
+
+// restoreChoices sets the selector choices the store kept, at start.
+func (sv *Supervisor) restoreChoices(m *group.Manager) {
+	st := sv.opts.Store
+	if m == nil || st == nil {
+		return
+	}
+	for _, g := range m.Groups() {
+		if g.Policy != "selector" {
+			continue
+		}
+		for _, n := range [...]netx.Network{netx.TCP, netx.UDP} {
+			if member, ok := st.SelectorChoice(g.Tag, n.String()); ok {
+				if m.Restore(g.Tag, n, member) {
+					sv.log.Debug("selector choice restored", "group", g.Tag, "network", n.String(), "member", member)
+				}
+			}
+		}
+	}
 }
 
 // publish makes p's plane and group manager the running ones. The surviving

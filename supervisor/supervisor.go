@@ -16,6 +16,7 @@ import (
 	"switchyard/outbound"
 	"switchyard/plane"
 	"switchyard/spec"
+	"switchyard/store"
 	"switchyard/track"
 )
 
@@ -29,6 +30,10 @@ type Options struct {
 	// Gate is the process-wide dial admission gate every generation shares;
 	// nil is netx.ProcessGate().
 	Gate *netx.Gate
+	// Store keeps what survives a restart: selector choices and the last
+	// real delay of each node. nil keeps nothing. The caller opens it and
+	// closes it after Close.
+	Store *store.Store
 
 	// wrap, in tests, wraps each outbound the supervisor builds.
 	wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound
@@ -116,6 +121,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	}
 	sv.admit(p, s)
 	sv.configureUsers(s)
+	sv.restoreChoices(p.next.groups)
 	sv.publish(nil, p)
 	sv.cur = p.next
 	return sv, nil

@@ -14,6 +14,7 @@ import (
 
 	"switchyard/config"
 	"switchyard/spec"
+	"switchyard/store"
 	"switchyard/supervisor"
 )
 
@@ -84,7 +85,9 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
 // with reload and applies it.
 func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger) error {
-	sv, err := supervisor.New(s, supervisor.Options{Logger: log})
+	st := store.Open(s.State.Path, log.With("component", "store"))
+	defer st.Close()
+	sv, err := supervisor.New(s, supervisor.Options{Logger: log, Store: st})
 	if err != nil {
 		// Printed as the load errors are, one plain line on stderr.
 		fmt.Fprintln(os.Stderr, "configuration invalid: "+err.Error())

@@ -1,0 +1,102 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"switchyard/group"
+	"switchyard/netx"
+	"switchyard/spec"
+	"switchyard/store"
+)
+
+// selectorSpec routes everything to a selector "pick" over direct2 and
+// direct.
+func selectorSpec() *spec.Spec {
+	s := baseSpec()
+	s.Groups = []spec.Group{{Tag: "pick", Policy: "selector", Members: []string{"direct2", "direct"}, Interrupt: true}}
+	s.Route.Final = "pick"
+	return s
+}
+
+// leafOf dials through the supervisor and returns the leaf the flow went
+// to, as the flow table shows it.
+func leafOf(t *testing.T, sv *Supervisor) string {
+	t.Helper()
+	dst, err := netx.ParseAddr(tcpEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sv.conn.ConnectStream(context.Background(), netx.Flow{Network: netx.TCP, Dst: dst, Inbound: "socks-in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	flows := sv.Tracker().Flows()
+	if len(flows) == 0 {
+		t.Fatal("no flow in the table")
+	}
+	return flows[len(flows)-1].Outbound
+}
+
+func TestAFlowRoutedToAGroupGoesToItsPick(t *testing.T) {
+	sv, _ := run(t, selectorSpec(), Options{})
+	if got := leafOf(t, sv); got != "direct2@v1" {
+		t.Fatalf("first member by default: flow on %s", got)
+	}
+	if _, err := sv.SelectGroup("pick", "direct"); err != nil {
+		t.Fatal(err)
+	}
+	if got := leafOf(t, sv); got != "direct@v1" {
+		t.Fatalf("after the write: flow on %s", got)
+	}
+	if _, err := sv.SelectGroup("pick", "block2"); !errors.Is(err, group.ErrNotMember) {
+		t.Fatalf("a non-member: %v", err)
+	}
+	if _, err := sv.SelectGroup("nope", "direct"); !errors.Is(err, group.ErrUnknownGroup) {
+		t.Fatalf("an unknown group: %v", err)
+	}
+}
+
+// A selector's choice survives a reload that keeps the group, and a restart
+// through the store.
+func TestASelectorChoiceSurvivesAReloadAndARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st := store.Open(path, slog.New(slog.DiscardHandler))
+	sv, _ := run(t, selectorSpec(), Options{Store: st})
+	if _, err := sv.SelectGroup("pick", "direct"); err != nil {
+		t.Fatal(err)
+	}
+	// A reload that changes a member rebuilds the group: the choice moves
+	// over by identity.
+	s2 := selectorSpec()
+	s2.Outbounds[0].AddressFamily = "ipv4_only"
+	if err := sv.Apply(s2); err != nil {
+		t.Fatal(err)
+	}
+	if got := leafOf(t, sv); got != "direct@v2" {
+		t.Fatalf("after a reload: flow on %s", got)
+	}
+	sv.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st2 := store.Open(path, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { st2.Close() })
+	sv2, _ := run(t, selectorSpec(), Options{Store: st2})
+	if got := leafOf(t, sv2); got != "direct@v1" {
+		t.Fatalf("after a restart: flow on %s", got)
+	}
+}
+
+// A group write with no group configured says so.
+func TestASelectWithoutGroups(t *testing.T) {
+	sv, _ := run(t, baseSpec(), Options{})
+	if _, err := sv.SelectGroup("pick", "direct"); !errors.Is(err, ErrNoGroups) {
+		t.Fatalf("%v", err)
+	}
+}
