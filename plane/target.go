@@ -21,8 +21,16 @@ type OutboundID struct {
 
 func (id OutboundID) String() string { return fmt.Sprintf("%s@v%d", id.Tag, id.Version) }
 
-// ErrDrained ends a flow whose outbound version was closed by a drain.
-var ErrDrained = errors.New("the outbound this flow was opened on was drained")
+// ErrDrained ends a flow whose outbound version was closed by a drain. It
+// matches net.ErrClosed too: the flow's conn or link was closed, by its
+// owner, so a relay takes the end for an owner's stop and not for a failure
+// of the upstream.
+var ErrDrained error = drainedError{}
+
+type drainedError struct{}
+
+func (drainedError) Error() string        { return "the outbound this flow was opened on was drained" }
+func (drainedError) Is(target error) bool { return target == net.ErrClosed }
 
 // ErrRetired is the error of a dial on an outbound version a reload retired
 // and released before the dial began: the dial loaded the plane just
