@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchyard/netx"
+	"switchyard/outbound"
 	"switchyard/plane"
 	"switchyard/relay"
 )
@@ -63,5 +64,24 @@ func TestADrainedFlowEndsAsAStop(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the drained flow did not end")
+	}
+}
+
+// noUDPOut carries no datagrams, and says so.
+type noUDPOut struct{ loopbackOut }
+
+func (noUDPOut) CarriesUDP() bool { return false }
+
+// A target passes on what its outbound carries.
+func TestATargetPassesOnWhatItsOutboundCarries(t *testing.T) {
+	id := plane.OutboundID{Tag: "up", Version: 1}
+	if !plane.NewTarget(id, loopbackOut{}).CarriesUDP() {
+		t.Fatal("an outbound stating nothing was taken to carry no UDP")
+	}
+	if plane.NewTarget(id, noUDPOut{}).CarriesUDP() {
+		t.Fatal("a TCP-only outbound's target carries UDP")
+	}
+	if !outbound.CarriesUDP(plane.NewChooserTarget(id, nil)) {
+		t.Fatal("a chooser target carries no UDP")
 	}
 }

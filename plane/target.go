@@ -132,6 +132,12 @@ func (t *Target) ID() OutboundID { return t.id }
 // Outbound is the outbound the target opens flows on; nil for a chooser.
 func (t *Target) Outbound() outbound.Outbound { return t.out }
 
+// CarriesUDP reports whether the target's outbound carries datagrams as
+// configured (outbound.Networks), so a target passes it on as any wrapper
+// of an outbound does. A chooser target reports true: which of its members
+// can carry a packet is its Chooser's to say when it chooses.
+func (t *Target) CarriesUDP() bool { return t.ch != nil || outbound.CarriesUDP(t.out) }
+
 // Resolve returns the leaf target a flow or packet goes to, and records
 // the chain in q (reset first). An outbound target is its own leaf; a
 // balancer or group picks one now. nil: no eligible leaf (ErrNoLeaf).
