@@ -1,5 +1,6 @@
 // Package relay copies bytes both ways between two connections until both
-// directions have ended, honouring half-close, with an idle timeout.
+// directions have ended, honouring half-close, with an idle timeout, and
+// says how the flow ended (End).
 package relay
 
 import (
