@@ -1,6 +1,7 @@
 package fanout_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -95,7 +96,39 @@ func TestABalancerPrefersTheMemberInUse(t *testing.T) {
 	if n1, n2 := out1.opened()[0].sent.Load(), out2.opened()[0].sent.Load(); n1 != 3 || n2 != 3 {
 		t.Fatalf("m1 carried %d packets, m2 %d; want 3 each", n1, n2)
 	}
-	if f := a.flow(t, "m2@v4"); f.Rule != "final" || f.Destination != peer(1) {
+	if f := a.flow(t, "m2@v4"); f.Rule != "final" || f.Destination != peer(1) || !slices.Equal(f.Chain, []string{"lb", "m2"}) {
 		t.Fatalf("the balanced sub-link is tracked as %+v", f.Meta)
+	}
+	// A sub-link files the chain of the packet that opened it.
+	if f := a.flow(t, "m1@v1"); !slices.Equal(f.Chain, []string{"lb", "m1"}) {
+		t.Fatalf("m1's sub-link is tracked with the chain %q", f.Chain)
+	}
+}
+
+// via is a group that always selects one sub-group, named sub, whose pick
+// is leaf.
+type via struct {
+	sub  string
+	leaf *plane.Target
+}
+
+func (v via) Choose(q *plane.Query) *plane.Target {
+	if !q.Push(v.sub) {
+		return nil
+	}
+	return v.leaf
+}
+
+// A sub-link of a nested selection is tracked with the whole chain: the
+// route target, the selected sub-group, the leaf. Taking it costs the
+// packets nothing.
+func TestASubLinkIsTrackedWithItsSelectionChain(t *testing.T) {
+	leaf := target("hk", 2, &scriptedOutbound{})
+	outer := plane.NewChooserTarget(plane.OutboundID{Tag: "proxy", Version: 1}, via{sub: "auto", leaf: leaf})
+	a := newAssoc(t, planeOf(t, 1, outer))
+	a.send(t, "p1", netx.DomainAddr("peer.example", 1))
+	a.Settle()
+	if f := a.flow(t, "hk@v2"); !slices.Equal(f.Chain, []string{"proxy", "auto", "hk"}) {
+		t.Fatalf("the sub-link is tracked with the chain %q", f.Chain)
 	}
 }

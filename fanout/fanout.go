@@ -183,7 +183,15 @@ type routed struct {
 	rule int              // the index of the rule that matched, or plane.Final
 	via  plane.OutboundID // the route target: an outbound version or a balancer
 	leaf *plane.Target    // the outbound version it resolved to; nil drops the packet
+	// chain[:depth] is the selection chain the packet took (plane.Query),
+	// copied by value so that routing allocates nothing; a sub-link opened
+	// for the packet files it in the tracker.
+	chain [plane.MaxGroupDepth + 2]string
+	depth int
 }
+
+// path is the selection chain as a new slice, for the tracker to keep.
+func (r *routed) path() []string { return append([]string(nil), r.chain[:r.depth]...) }
 
 // sniffed is what the routed packet sniffed to.
 func (r routed) sniffed() sniffed { return sniffed{r.flow.Protocol, r.flow.Sniffed} }
@@ -210,6 +218,7 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 		l.query.Prefer = &l.prefer
 	}
 	r.leaf = target.Resolve(&l.query)
+	r.chain, r.depth = l.query.Chain, l.query.Depth
 	return r, true
 }
 

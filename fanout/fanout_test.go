@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -91,7 +92,8 @@ func TestEachOutboundIsOneTrackedFlowWithExactCounts(t *testing.T) {
 	want := fa.Meta
 	want.Network, want.Inbound, want.User, want.Source = netx.UDP, "socks-in", "alice", assocFlow.Src
 	want.Destination, want.Rule, want.Outbound, want.Epoch = peerA.addr, "rule 1", "a@v1", 4
-	if fa.Meta != want {
+	want.Chain = []string{"a"}
+	if !reflect.DeepEqual(fa.Meta, want) {
 		t.Fatalf("a@v1 meta %+v, want %+v", fa.Meta, want)
 	}
 	if fb.Rule != "rule 2" || fb.Destination != peerB.addr {

@@ -100,6 +100,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Outbound:    s.id.String(),
 		Epoch:       pl.Epoch,
 		Session:     f.Session,
+		Chain:       r.path(), // once per sub-link, never per packet
 	}
 	l.flush(s, l.tracker.Link(meta, raw), pl)
 }

@@ -22,6 +22,32 @@ type Outbound interface {
 	DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error)
 }
 
+// Networks is implemented by every outbound of this module: it says, from
+// the outbound's configuration alone and before any dial, which networks the
+// outbound carries. TCP is carried by every outbound (block refuses each
+// stream by rule, which is its purpose, not a missing capability).
+type Networks interface {
+	// CarriesUDP reports whether DialPacket can open a link: false exactly
+	// when DialPacket refuses, without dialing, with an error that Is
+	// ErrNoUDP (the protocol has no UDP, or the configuration turns it off).
+	// Refusals that depend on the target or on what a server answers (a
+	// server that relays no UDP, a target-specific rejection) are not
+	// known before a dial: they stay refusals at admission, and CarriesUDP
+	// still reports true.
+	CarriesUDP() bool
+}
+
+// CarriesUDP reports whether o carries datagrams as configured. An outbound
+// that does not implement Networks is taken to carry them: its DialPacket
+// decides at admission. A wrapper of an outbound implements Networks by
+// asking what it wraps, with this function.
+func CarriesUDP(o Outbound) bool {
+	if n, ok := o.(Networks); ok {
+		return n.CarriesUDP()
+	}
+	return true
+}
+
 // ErrNoUDP is matched (errors.Is) by the error of an outbound that carries no
 // datagrams.
 var ErrNoUDP = errors.New("carries no datagrams")

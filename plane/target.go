@@ -21,8 +21,16 @@ type OutboundID struct {
 
 func (id OutboundID) String() string { return fmt.Sprintf("%s@v%d", id.Tag, id.Version) }
 
-// ErrDrained ends a flow whose outbound version was closed by a drain.
-var ErrDrained = errors.New("the outbound this flow was opened on was drained")
+// ErrDrained ends a flow whose outbound version was closed by a drain. It
+// matches net.ErrClosed too: the flow's conn or link was closed, by its
+// owner, so a relay takes the end for an owner's stop and not for a failure
+// of the upstream.
+var ErrDrained error = drainedError{}
+
+type drainedError struct{}
+
+func (drainedError) Error() string        { return "the outbound this flow was opened on was drained" }
+func (drainedError) Is(target error) bool { return target == net.ErrClosed }
 
 // ErrRetired is the error of a dial on an outbound version a reload retired
 // and released before the dial began: the dial loaded the plane just
@@ -123,6 +131,12 @@ func (t *Target) ID() OutboundID { return t.id }
 
 // Outbound is the outbound the target opens flows on; nil for a chooser.
 func (t *Target) Outbound() outbound.Outbound { return t.out }
+
+// CarriesUDP reports whether the target's outbound carries datagrams as
+// configured (outbound.Networks), so a target passes it on as any wrapper
+// of an outbound does. A chooser target reports true: which of its members
+// can carry a packet is its Chooser's to say when it chooses.
+func (t *Target) CarriesUDP() bool { return t.ch != nil || outbound.CarriesUDP(t.out) }
 
 // Resolve returns the leaf target a flow or packet goes to, and records
 // the chain in q (reset first). An outbound target is its own leaf; a

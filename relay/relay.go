@@ -1,5 +1,6 @@
 // Package relay copies bytes both ways between two connections until both
-// directions have ended, honouring half-close, with an idle timeout.
+// directions have ended, honouring half-close, with an idle timeout, and
+// says how the flow ended (End).
 package relay
 
 import (
@@ -90,15 +91,19 @@ const (
 	PathSplice
 )
 
-// Result reports one relay: bytes a→b and b→a and how each direction went.
+// Result reports one relay: bytes a→b and b→a, how each direction went,
+// and how the flow ended.
 type Result struct {
 	AToB, BToA         int64
 	PathAToB, PathBToA Path
+	End                End
 }
 
-// Pipe relays between a and b until both directions end (EOF from each side,
-// an error, no byte either way for idle, or ctx done — its owner stopping).
-// It closes both conns before it returns. idle <= 0 means DefaultIdle.
+// Pipe relays between a, the client's conn, and b, the upstream's, until
+// both directions end (EOF from each side, an error, no byte either way for
+// idle, or ctx done — its owner stopping). It closes both conns, tells the
+// EndObserver on b (if any) how the flow ended, and returns. idle <= 0
+// means DefaultIdle.
 func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 	if idle <= 0 {
 		idle = DefaultIdle
@@ -107,27 +112,33 @@ func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 		res  Result
 		once sync.Once
 		wg   sync.WaitGroup
+		end  ending
 	)
 	closeBoth := func() {
+		end.close(nil)
 		once.Do(func() {
 			a.Close()
 			b.Close()
 		})
 	}
-	ab := &direction{src: a, dst: b, idleFor: idle}
-	ba := &direction{src: b, dst: a, idleFor: idle}
+	ab := &direction{src: a, dst: b, idleFor: idle, srcIs: EndClient, dstIs: EndUpstream}
+	ba := &direction{src: b, dst: a, idleFor: idle, srcIs: EndUpstream, dstIs: EndClient}
 	ab.other, ba.other = ba, ab
 	ab.setup()
 	ba.setup()
 	// A half-closed flow may wait on one side only; closing both ends is
 	// what wakes it when the owner stops.
-	stop := context.AfterFunc(ctx, closeBoth)
+	stop := context.AfterFunc(ctx, func() {
+		end.close(context.Cause(ctx))
+		closeBoth()
+	})
 	defer stop()
 	run := func(d *direction, n *int64, p *Path) {
 		defer wg.Done()
 		err := d.run()
 		*n, *p = d.n, d.path
 		d.done.Store(true)
+		end.note(d.ender(err), err)
 		if err == nil {
 			if cw, ok := d.dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
 				// Half-close: the other direction goes on alone, with a
@@ -143,12 +154,12 @@ func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 	run(ba, &res.BToA, &res.PathBToA)
 	wg.Wait()
 	closeBoth()
+	res.End = end.end()
+	if o := observer(b); o != nil {
+		o.FlowEnded(res.End)
+	}
 	return res
 }
-
-// errIdle ends a direction when the flow moved nothing either way for a
-// whole idle window.
-var errIdle = errors.New("relay: idle timeout")
 
 // direction is one half of a relay. A read that times out with no byte moved
 // marks the direction idle; the flow ends once both are idle (or the other has
@@ -166,6 +177,12 @@ type direction struct {
 
 	n    int64
 	path Path
+
+	// srcIs and dstIs are the sides src and dst are on; atDst is set when
+	// the error run returned came from writing dst (or, splicing, was
+	// found to).
+	srcIs, dstIs Cause
+	atDst        bool
 
 	tcpSrc, tcpDst       *net.TCPConn
 	srcLayers, dstLayers []netx.Observed
@@ -243,6 +260,17 @@ func (d *direction) pick() {
 	}
 }
 
+// ender is who ended the direction that run ended with err.
+func (d *direction) ender(err error) Cause {
+	switch {
+	case err == ErrIdle:
+		return EndIdle
+	case d.atDst:
+		return d.dstIs
+	}
+	return d.srcIs
+}
+
 func (d *direction) run() error {
 	if d.path == PathSplice {
 		return d.splice(d.tcpSrc, d.tcpDst, d.srcLayers, d.dstLayers)
@@ -280,7 +308,7 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 		switch {
 		case err != nil && isTimeout(err):
 			if d.quiet() {
-				return errIdle
+				return ErrIdle
 			}
 			continue
 		case err != nil:
@@ -300,15 +328,17 @@ func (d *direction) splice(src, dst *net.TCPConn, srcLayers, dstLayers []netx.Ob
 				l.ObserveWrite(n)
 			}
 			if perr := d.pace(n); perr != nil {
+				d.atDst = true // the pacing of the flow, which its owner ended
 				return perr
 			}
 		}
 		switch {
 		case err != nil && isTimeout(err):
 			if n == 0 && d.quiet() {
-				return errIdle
+				return ErrIdle
 			}
 		case err != nil:
+			d.atDst = spliceFailedAtDst(src, dst, err)
 			return err
 		case n == 0: // queued bytes vanished: the source ended
 			return nil
@@ -327,7 +357,7 @@ func (d *direction) copy() error {
 			switch {
 			case err != nil && isTimeout(err):
 				if d.quiet() {
-					return errIdle
+					return ErrIdle
 				}
 				continue
 			case err != nil:
@@ -345,6 +375,7 @@ func (d *direction) copy() error {
 			w, werr := d.dst.Write((*buf.b)[:n])
 			d.n += int64(w)
 			if werr != nil {
+				d.atDst = true
 				return werr
 			}
 			if d.settling && err == nil && d.resettle() {
@@ -363,7 +394,7 @@ func (d *direction) copy() error {
 			return nil
 		case err != nil && isTimeout(err):
 			if n == 0 && d.quiet() {
-				return errIdle
+				return ErrIdle
 			}
 		case err != nil:
 			return err

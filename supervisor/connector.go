@@ -11,6 +11,7 @@ import (
 	"switchyard/inbound"
 	"switchyard/netx"
 	"switchyard/plane"
+	"switchyard/relay"
 	"switchyard/track"
 )
 
@@ -21,6 +22,9 @@ type connector struct {
 	cell    *plane.Cell
 	tracker *track.Tracker
 	log     *slog.Logger
+	// ended, when set, hears how each relayed TCP flow ended, with the
+	// flow's meta (its chain included): Options.FlowEnded.
+	ended func(track.Meta, relay.End)
 }
 
 var _ inbound.Connector = (*connector)(nil)
@@ -35,14 +39,14 @@ var _ inbound.Connector = (*connector)(nil)
 func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	p := c.cell.Load()
 	until := time.Now().Add(p.EstablishTimeout())
-	conn, leaf, rule, err := c.dial(ctx, p, f)
+	conn, leaf, rule, chain, err := c.dial(ctx, p, f)
 	for err != nil && plane.Reloaded(err) && ctx.Err() == nil && time.Now().Before(until) {
 		q := c.cell.Load()
 		if q == p {
 			break
 		}
 		p = q
-		conn, leaf, rule, err = c.dial(ctx, p, f)
+		conn, leaf, rule, chain, err = c.dial(ctx, p, f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", leaf.ID(), err)
@@ -58,28 +62,35 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Outbound:    leaf.ID().String(),
 		Epoch:       p.Epoch,
 		Session:     f.Session,
+		Chain:       chain,
 	}
-	return c.tracker.Conn(meta, conn), nil
+	if c.ended == nil {
+		return c.tracker.Conn(meta, conn), nil
+	}
+	return c.tracker.Conn(meta, conn, track.OnEnd(func(e relay.End) { c.ended(meta, e) })), nil
 }
 
 // dial routes f on p and dials its leaf under one establishment, listed in
-// the tracker as a dial in progress while it runs.
-func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (net.Conn, *plane.Target, int, error) {
+// the tracker as a dial in progress while it runs. chain is the selection
+// chain the routing took (plane.Query.Path).
+func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn net.Conn, leaf *plane.Target, rule int, chain []string, err error) {
 	target, rule := p.Route(&f)
 	var q plane.Query
 	q.Network, q.Dst = netx.TCP, f.Dst
-	leaf := target.Resolve(&q)
+	leaf = target.Resolve(&q)
 	if leaf == nil {
-		return nil, target, rule, plane.ErrNoLeaf
+		return nil, target, rule, nil, plane.ErrNoLeaf
 	}
+	chain = q.Path()
 	pending := c.tracker.BeginDial(track.Meta{
 		Network: netx.TCP, Inbound: f.Inbound, User: f.User, Source: f.Src, Destination: f.Dst,
 		Sniffed: f.Sniffed, Rule: plane.RuleName(rule), Outbound: leaf.ID().String(), Epoch: p.Epoch,
+		Chain: chain,
 	})
 	defer pending.End()
 	est, dctx, cancel := p.Begin(ctx)
 	defer cancel()
-	conn, err := leaf.DialStream(dctx, f)
+	conn, err = leaf.DialStream(dctx, f)
 	est.End()
 	if err != nil {
 		attrs := []any{"inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "rule", plane.RuleName(rule), "outbound", leaf.ID().String(), "error", err}
@@ -92,7 +103,7 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (net.
 			c.log.Debug("flow failed", attrs...)
 		}
 	}
-	return conn, leaf, rule, err
+	return conn, leaf, rule, chain, err
 }
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {

@@ -51,15 +51,6 @@ func newNodeID() health.NodeID {
 	return id
 }
 
-// carriesUDP reports whether an outbound can carry datagrams, from what it
-// is, before any dial.
-func carriesUDP(o spec.Outbound, out outbound.Outbound) bool {
-	if n, ok := out.(interface{ CarriesUDP() bool }); ok {
-		return n.CarriesUDP()
-	}
-	return o.UDP && o.Type != "http"
-}
-
 // buildGroups builds the generation's group manager over the outbounds and
 // balancers of next. Group identities carry over from cur by tag.
 func buildGroups(cur *state, next *state, p *thePlan, s *spec.Spec, env *groupEnv) (*group.Manager, []string, error) {
@@ -73,7 +64,7 @@ func buildGroups(cur *state, next *state, p *thePlan, s *spec.Spec, env *groupEn
 			Tag:    o.Tag,
 			Node:   next.nodeIDs[o.Tag],
 			Target: r.target,
-			UDP:    carriesUDP(o, r.target.Outbound()),
+			UDP:    outbound.CarriesUDP(r.target.Outbound()),
 			Block:  o.Type == "block",
 		}
 	}

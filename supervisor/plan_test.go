@@ -243,6 +243,9 @@ type probed struct {
 
 func (p probed) ProbeTarget() netx.Addr { return p.at }
 
+// CarriesUDP is the wrapped outbound's (outbound.Networks).
+func (p probed) CarriesUDP() bool { return outbound.CarriesUDP(p.Outbound) }
+
 func balancerSpec() *spec.Spec {
 	s := planSpec()
 	s.Outbounds = append(s.Outbounds, spec.Outbound{Tag: "m1", Type: "direct", AddressFamily: "auto", UDP: true}, spec.Outbound{Tag: "m2", Type: "direct", AddressFamily: "auto", UDP: true})
@@ -443,5 +446,30 @@ func TestATagThatChangesKind(t *testing.T) {
 	}
 	if v := groupVersions(p2); v["top"] != 2 {
 		t.Fatalf("top, which reaches the tag, at v%d", v["top"])
+	}
+}
+// What an outbound carries survives the wrappers the supervisor's test hook
+// puts around it: a member made probeable, or closable, still says whether
+// it carries UDP.
+func TestWrappedOutboundsKeepTheirNetworks(t *testing.T) {
+	s := planSpec()
+	s.Outbounds[1].UDP = false // direct2
+	s.Outbounds = append(s.Outbounds, spec.Outbound{Tag: "h", Type: "http", Server: "127.0.0.1:3128", AddressFamily: "auto", UDP: true})
+	want := map[string]bool{"direct": true, "direct2": false, "block": true, "h": false}
+	for name, wrap := range map[string]func(spec.Outbound, outbound.Outbound) outbound.Outbound{
+		"probed": func(_ spec.Outbound, out outbound.Outbound) outbound.Outbound {
+			return probed{out, netx.Addr{IP: netip.MustParseAddr("127.0.0.1"), Port: 9}}
+		},
+		"closable": func(_ spec.Outbound, out outbound.Outbound) outbound.Outbound { return &closable{inner: out} },
+	} {
+		p, err := prepareWith(nil, s, depsFor(t, s), wrap, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tag, carries := range want {
+			if got := outbound.CarriesUDP(p.next.outbounds[tag].target.Outbound()); got != carries {
+				t.Errorf("%s %s: CarriesUDP = %v, want %v", name, tag, got, carries)
+			}
+		}
 	}
 }

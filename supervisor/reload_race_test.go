@@ -48,6 +48,9 @@ func (c *closable) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 	return c.inner.DialPacket(ctx, f)
 }
 
+// CarriesUDP is the wrapped outbound's (outbound.Networks).
+func (c *closable) CarriesUDP() bool { return outbound.CarriesUDP(c.inner) }
+
 func (c *closable) Close() error {
 	c.closed.Store(true)
 	return nil

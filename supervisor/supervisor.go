@@ -15,6 +15,7 @@ import (
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
+	"switchyard/relay"
 	"switchyard/spec"
 	"switchyard/store"
 	"switchyard/track"
@@ -34,6 +35,13 @@ type Options struct {
 	// real delay of each node. nil keeps nothing. The caller opens it and
 	// closes it after Close.
 	Store *store.Store
+	// FlowEnded, when set, hears how every relayed TCP flow ended (the
+	// relay's classification, relay.End) with the flow's tracked meta, its
+	// selection chain included: where health learns from real traffic. It
+	// is called once per flow, on the relay's goroutine, after both conns
+	// closed; it must not block. A flow whose setup failed after its dial
+	// (before any relay) reports nothing.
+	FlowEnded func(track.Meta, relay.End)
 
 	// wrap, in tests, wraps each outbound the supervisor builds.
 	wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound
@@ -108,7 +116,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	if sv.gate == nil {
 		sv.gate = netx.ProcessGate()
 	}
-	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector")}
+	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded}
 	deps, err := sv.deps(s)
 	if err != nil {
 		cancel()

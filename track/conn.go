@@ -3,8 +3,10 @@ package track
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 
 	"switchyard/netx"
+	"switchyard/relay"
 )
 
 // Conn is a tracked TCP flow. Write counts Up (toward the destination), Read
@@ -16,19 +18,45 @@ import (
 type Conn struct {
 	net.Conn
 	m meter
+
+	onEnd func(relay.End) // set by OnEnd; nil: nobody asked
+	ended atomic.Bool     // FlowEnded ran
 }
 
-var _ netx.Paced = (*Conn)(nil)
+var (
+	_ netx.Paced        = (*Conn)(nil)
+	_ relay.EndObserver = (*Conn)(nil)
+)
+
+// ConnOption sets up a tracked conn as it is registered.
+type ConnOption func(*Conn)
+
+// OnEnd hands f how the flow ended, as the relay that carried it
+// classified it (relay.End): once, when that relay returns, with both of
+// its conns closed. A flow closed without a relay (its setup failed after
+// the dial) reports nothing.
+func OnEnd(f func(relay.End)) ConnOption { return func(c *Conn) { c.onEnd = f } }
 
 // Conn registers a TCP flow, filed under meta.Session when that session is
 // live, and returns c wrapped. Closing the wrapper unregisters the flow and
 // closes c.
-func (t *Tracker) Conn(meta Meta, c net.Conn) *Conn {
+func (t *Tracker) Conn(meta Meta, c net.Conn, opts ...ConnOption) *Conn {
 	tc := &Conn{Conn: c}
+	for _, o := range opts {
+		o(tc)
+	}
 	tc.m.meta = meta
 	tc.m.inner = c
 	t.add(&tc.m, false)
 	return tc
+}
+
+// FlowEnded is told by the relay how the flow ended (relay.EndObserver) and
+// hands it to the OnEnd hook, the first time only.
+func (c *Conn) FlowEnded(e relay.End) {
+	if c.ended.CompareAndSwap(false, true) && c.onEnd != nil {
+		c.onEnd(e)
+	}
 }
 
 // ID is the flow's id in the tracker.

@@ -89,24 +89,38 @@ func (m *meter) snapshot() Snapshot {
 	return Snapshot{ID: m.id, Meta: m.meta, Start: m.start, Up: m.up.Load(), Down: m.down.Load()}
 }
 
-// close unregisters the flow and closes the inner conn or link, once.
+// close closes the inner conn or link and unregisters the flow, once. A
+// call while another runs the close waits for it to return.
 func (m *meter) close() error {
-	m.once.Do(func() {
-		m.closed.Store(true)
-		m.t.remove(m.id)
-		if m.sess != nil {
-			m.sess.flows.Add(-1)
-			close(m.done)
-		}
-		m.closeErr = m.inner.Close()
-	})
+	m.once.Do(m.shut)
 	return m.closeErr
 }
 
-func (m *meter) kill() {
-	m.killed.Store(true)
-	m.close()
+// shut leaves the flow in the table until the inner close has returned, so
+// an Interrupt that comes meanwhile finds it and waits for that close.
+func (m *meter) shut() {
+	m.closed.Store(true)
+	if m.sess != nil {
+		m.sess.flows.Add(-1)
+		close(m.done)
+	}
+	m.closeErr = m.inner.Close()
+	m.t.remove(m.id)
 }
+
+// interrupt closes the flow as killed and reports whether this call closed
+// it; when another close ran or runs, it waits for that one and reports
+// false.
+func (m *meter) interrupt() (closed bool) {
+	m.once.Do(func() {
+		closed = true
+		m.killed.Store(true) // before the close, so its owner sees ErrKilled
+		m.shut()
+	})
+	return closed
+}
+
+func (m *meter) kill() { m.interrupt() }
 
 // err is what a failed read or write reports: ErrKilled for a killed flow,
 // the inner error otherwise.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func tcpMeta() track.Meta {
 		Destination: netx.DomainAddr("example.com", 443),
 		Sniffed:     "example.com",
 		Rule:        "rule 3",
+		Chain:       []string{"select", "auto", "proxy"},
 		Outbound:    "proxy@v2",
 		Epoch:       7,
 	}
@@ -47,7 +49,7 @@ func TestConnCountsUpOnWriteAndDownOnRead(t *testing.T) {
 	if s.Up != 11 || s.Down != 7 {
 		t.Fatalf("up %d down %d, want 11 and 7", s.Up, s.Down)
 	}
-	if s.Meta != tcpMeta() {
+	if !reflect.DeepEqual(s.Meta, tcpMeta()) {
 		t.Fatalf("meta %+v, want %+v", s.Meta, tcpMeta())
 	}
 	if s.Start.IsZero() || time.Since(s.Start) > time.Minute {

@@ -14,7 +14,10 @@ import (
 // Outbound is the block outbound.
 type Outbound struct{}
 
-var _ outbound.Outbound = (*Outbound)(nil)
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
+)
 
 // New returns the block outbound. It opens nothing.
 func New() *Outbound { return &Outbound{} }
@@ -24,6 +27,12 @@ func New() *Outbound { return &Outbound{} }
 func (*Outbound) DialStream(context.Context, netx.Flow) (net.Conn, error) {
 	return nil, outbound.ErrBlocked
 }
+
+// CarriesUDP reports true (outbound.Networks): DialPacket opens a link,
+// one that swallows every datagram. block is a terminal action rather than
+// a path to the destination; the group layer treats it as such whatever
+// this says, and never replaces it by another member.
+func (*Outbound) CarriesUDP() bool { return true }
 
 // DialPacket returns a link that reports every packet sent in full and never
 // receives one, so a blocked peer's packets vanish without harming the rest

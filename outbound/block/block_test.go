@@ -19,9 +19,13 @@ func TestStreamIsRefusedByRule(t *testing.T) {
 }
 
 func TestLinkSwallowsUntilClosed(t *testing.T) {
-	l, err := New().DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
+	o := New()
+	l, err := o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
 	}
 	if err := l.WritePacket(make([]byte, 1500), netx.DomainAddr("x.test", 1)); err != nil {
 		t.Fatal(err)

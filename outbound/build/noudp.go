@@ -18,6 +18,10 @@ func (n noUDP) DialPacket(context.Context, netx.Flow) (netx.PacketLink, error) {
 	return nil, &outbound.NoUDPError{What: "outbound " + n.tag + " (udp = false)"}
 }
 
+// CarriesUDP reports false: udp = false refuses every datagram link
+// (outbound.Networks).
+func (noUDP) CarriesUDP() bool { return false }
+
 // Close releases what the wrapped outbound holds, if anything.
 func (n noUDP) Close() error {
 	if c, ok := n.Outbound.(io.Closer); ok {

@@ -20,7 +20,10 @@ type Outbound struct {
 	log      *slog.Logger
 }
 
-var _ outbound.Outbound = (*Outbound)(nil)
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
+)
 
 // New builds a direct outbound; it opens nothing.
 func New(strategy netx.Strategy, deps outbound.Deps) *Outbound {
@@ -44,6 +47,10 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	}
 	return c, nil
 }
+
+// CarriesUDP reports true: a direct outbound sends datagrams itself
+// (outbound.Networks).
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // DialPacket binds one UDP socket per family the strategy allows.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {

@@ -134,6 +134,9 @@ func TestPacketsToIPsAndNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	defer l.Close()
 	mu.Lock()
 	if udpSockets < 1 {

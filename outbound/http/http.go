@@ -27,6 +27,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds an HTTP outbound. It encodes the credentials once; it opens no
@@ -91,7 +92,12 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	return c, nil
 }
 
+// CarriesUDP reports false: an HTTP proxy carries streams only
+// (outbound.Networks).
+func (o *Outbound) CarriesUDP() bool { return false }
+
 // DialPacket refuses: HTTP carries no datagrams.
+
 func (o *Outbound) DialPacket(context.Context, netx.Flow) (netx.PacketLink, error) {
 	return nil, &outbound.NoUDPError{What: "http"}
 }

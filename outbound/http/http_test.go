@@ -229,10 +229,17 @@ func TestUnderTheSocketPolicy(t *testing.T) {
 }
 
 func TestNoUDP(t *testing.T) {
-	o := newOutbound(t, "127.0.0.1:3128", "", "", nil)
+	var h proxytest.Hook
+	o := newOutbound(t, "127.0.0.1:3128", "", "", &h)
+	if o.CarriesUDP() {
+		t.Fatal("http reports CarriesUDP true")
+	}
 	_, err := o.DialPacket(context.Background(), netx.Flow{Network: netx.UDP})
 	if !errors.Is(err, outbound.ErrNoUDP) || err.Error() != "http carries no datagrams" {
 		t.Fatalf("error %v", err)
+	}
+	if s := h.Networks(); len(s) != 0 {
+		t.Fatalf("the refusal opened sockets: %v", s)
 	}
 	if got := o.ProbeTarget(); got != netx.AddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:3128")) {
 		t.Fatalf("probe target %v", got)

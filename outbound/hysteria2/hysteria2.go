@@ -51,7 +51,10 @@ type Outbound struct {
 	udpWarned atomic.Bool // the UDP refusal was logged for this outbound version
 }
 
-var _ outbound.Outbound = (*Outbound)(nil)
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
+)
 
 // New builds a Hysteria 2 outbound from a validated spec. It opens nothing
 // and reads no file: the first flow brings the connection up.
@@ -179,6 +182,13 @@ func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 		return s, nil
 	}
 }
+
+// CarriesUDP reports true: a UDP flow is a session over the connection's
+// QUIC datagrams, and nothing in the configuration turns them off
+// (outbound.Networks). A server that relays no UDP or offers no QUIC
+// datagrams is known only once connected: DialPacket refuses then, with an
+// error that Is ErrNoUDP, at admission.
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // DialPacket opens a UDP session on the connection. Every packet on it names
 // its peer, so one link serves all the peers of an association. A server

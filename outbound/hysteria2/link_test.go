@@ -20,6 +20,9 @@ func dialLink(t *testing.T, o *Outbound) netx.PacketLink {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -116,6 +119,11 @@ func TestAServerThatRelaysNoUDPIsRefusedAndLoggedOnce(t *testing.T) {
 		if !errors.Is(err, outbound.ErrNoUDP) {
 			t.Fatal("the refusal does not match outbound.ErrNoUDP")
 		}
+	}
+	if !o.CarriesUDP() {
+		// What the server answers is learnt at admission: the
+		// configuration still carries UDP.
+		t.Fatal("a server's refusal turned CarriesUDP false")
 	}
 	const warning = "hysteria2: the server does not relay UDP; datagrams routed to this outbound are dropped"
 	if n := h.logs.count(warning); n != 1 {

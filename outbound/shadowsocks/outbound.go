@@ -37,6 +37,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds a Shadowsocks outbound: it checks the method, derives the keys
@@ -66,6 +67,11 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	}
 	return ob, nil
 }
+
+// CarriesUDP reports whether datagrams go to the server's UDP relay: over
+// the tcp transport only (outbound.Networks). Over ws, httpupgrade or grpc
+// DialPacket refuses with ErrNoUDP.
+func (o *Outbound) CarriesUDP() bool { return o.noUDP == nil }
 
 // ProbeTarget is the proxy server, which a health probe connects to.
 func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.Server() }

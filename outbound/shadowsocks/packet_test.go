@@ -156,6 +156,9 @@ func TestDialPacketRefusesOverAStreamTransport(t *testing.T) {
 			if n := sockets.Load(); n != 0 {
 				t.Fatalf("%d sockets opened", n)
 			}
+			if o.CarriesUDP() {
+				t.Fatal("an outbound whose DialPacket refuses reports CarriesUDP true")
+			}
 		})
 	}
 	relay.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
@@ -178,4 +181,7 @@ func TestDialPacketOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 }

@@ -115,6 +115,9 @@ func dialPacket(t *testing.T, o *Outbound) *link {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	t.Cleanup(func() { pl.Close() })
 	return pl.(*link)
 }

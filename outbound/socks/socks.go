@@ -27,6 +27,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds a SOCKS5 outbound. It encodes the greeting and the credentials
@@ -45,6 +46,11 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	}
 	return &Outbound{transport: t, dialer: deps.Dialer, auth: a}, nil
 }
+
+// CarriesUDP reports true: every datagram link is a UDP ASSOCIATE
+// (outbound.Networks). A server that refuses the ASSOCIATE refuses it at
+// admission; udp = false is the outbound's wrapper's refusal.
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the SOCKS server.
 func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }

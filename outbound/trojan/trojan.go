@@ -26,6 +26,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds a Trojan outbound: it hashes the password once and prepares
@@ -47,6 +48,10 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	}
 	return &Outbound{transport: t, key: codec.NewKey(o.Password)}, nil
 }
+
+// CarriesUDP reports true: UDP rides the Trojan stream, over any transport,
+// each packet naming its peer (outbound.Networks).
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the Trojan server.
 func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }

@@ -123,6 +123,9 @@ func TestPacketsNameTheirPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	defer l.Close()
 	peers := []netx.Addr{
 		{IP: netip.MustParseAddr("192.0.2.1"), Port: 53},

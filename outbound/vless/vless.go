@@ -35,6 +35,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds a VLESS outbound: it parses the UUID once and prepares the
@@ -63,6 +64,12 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	}
 	return out, nil
 }
+
+// CarriesUDP reports true: UDP rides the VLESS stream, over any transport
+// (outbound.Networks). What a server refuses for a given target (VLESS
+// servers commonly reject UDP to port 443) is refused when that flow is
+// admitted, not here.
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the VLESS server.
 func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }

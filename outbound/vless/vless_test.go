@@ -158,6 +158,9 @@ func TestSingleTargetPackets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	defer l.Close()
 	buf := make([]byte, 65536)
 	other := netx.DomainAddr("other.test", 9)

@@ -47,6 +47,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Prober   = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
 )
 
 // New builds the outbound: it derives the user's keys and the transport
@@ -82,6 +83,11 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 		xudp:     ids,
 	}, nil
 }
+
+// CarriesUDP reports true: UDP rides the VMess stream, over any transport
+// (outbound.Networks): one target per link, or, with packet_encoding
+// "xudp", every packet to its own peer.
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the proxy server, which a balancer's probe connects to.
 func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.Server() }

@@ -120,6 +120,9 @@ func TestPacketEchoEachSecurity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !o.CarriesUDP() {
+				t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+			}
 			defer l.Close()
 			buf := make([]byte, 64<<10)
 			for _, size := range []int{1, 2, 100, 1400, l.(*packetLink).enc.MaxPayload()} {

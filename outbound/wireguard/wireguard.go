@@ -31,7 +31,10 @@ type Outbound struct {
 	connectTimeout time.Duration
 }
 
-var _ outbound.Outbound = (*Outbound)(nil)
+var (
+	_ outbound.Outbound = (*Outbound)(nil)
+	_ outbound.Networks = (*Outbound)(nil)
+)
 
 // New builds the outbound: it decodes the keys and the configuration, and
 // opens nothing. The first flow starts the tunnel.
@@ -113,6 +116,10 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 	}
 	return listenPacket(t, o.res, o.clock, o.log)
 }
+
+// CarriesUDP reports true: each datagram goes to its own peer inside the
+// tunnel (outbound.Networks).
+func (o *Outbound) CarriesUDP() bool { return true }
 
 // Close stops the tunnel and ends every flow that rides it; later dials
 // fail. It is idempotent.

@@ -34,6 +34,9 @@ func TestUDPEachDatagramToItsOwnPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !c.CarriesUDP() {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	r := readLink(t, l)
 	peers := []struct {
 		to, from, prefix string

@@ -104,6 +104,9 @@ func CheckXUDP(t *testing.T, o outbound.Outbound, maxPayload int, gids <-chan [8
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !outbound.CarriesUDP(o) {
+		t.Fatal("an outbound whose DialPacket opens a link reports CarriesUDP false")
+	}
 	defer l.Close()
 	peers := []netx.Addr{first, {IP: netip.MustParseAddr("2001:db8::3"), Port: 443}, netx.DomainAddr("dns.test", 853)}
 	buf := make([]byte, 65536)
