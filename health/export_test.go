@@ -7,3 +7,7 @@ func Settle(e *Engine) { e.run.busy.wait() }
 
 // CooldownAfter exposes the cooldown step of the n-th probe failure.
 var CooldownAfter = cooldownAfter
+
+// WatchNetworkIn is WatchNetwork in namespace ns with a debounce of d;
+// ready is called once it is subscribed.
+var WatchNetworkIn = watchNetwork
