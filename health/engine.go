@@ -273,16 +273,20 @@ func (e *Engine) settle(ts []transition) {
 
 // mutate runs f under n's lock, publishes the node's view (moving the
 // epoch when it changed), then settles the transitions f returned.
+// f appends to the node's scratch buffer (so nothing escapes to the heap
+// on the data path), copied to the stack before the lock is released.
 func (e *Engine) mutate(n *node, f func(now time.Time, ts []transition) []transition) {
-	var buf [6]transition
+	var out [maxTransitions]transition
 	n.mu.Lock()
-	ts := f(e.clock.Now(), buf[:0])
+	ts := f(e.clock.Now(), n.scratch[:0])
+	k := copy(out[:], ts)
+	clear(n.scratch[:])
 	if n.publishLocked() {
 		e.epoch.Add(1)
 	}
 	n.mu.Unlock()
-	if len(ts) > 0 {
-		e.settle(ts)
+	if k > 0 {
+		e.settle(out[:k])
 	}
 }
 

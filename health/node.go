@@ -53,6 +53,9 @@ var initialView = func() *view {
 	return v
 }()
 
+// maxTransitions is the most transitions one update makes: one per state.
+const maxTransitions = 6
+
 // node is the engine's record of one registered node.
 type node struct {
 	id          NodeID
@@ -72,6 +75,9 @@ type node struct {
 	dial  dialStats
 	last  Sample // the last real TCP delay
 	has   bool   // last is set
+	// scratch collects the transitions of one update (at most one per
+	// state) under mu.
+	scratch [maxTransitions]transition
 }
 
 func newNode(n Node, now time.Time) *node {

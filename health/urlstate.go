@@ -17,8 +17,8 @@ type urlKey struct{ member, url string }
 // grace of the leaf it is probed through.
 type urlEntry struct {
 	key  urlKey
-	busy    atomic.Bool // a probe is in flight
-	snap    atomic.Pointer[cellView]
+	busy atomic.Bool // a probe is in flight
+	snap atomic.Pointer[cellView]
 
 	mu   sync.Mutex // guards leaf and c
 	leaf NodeID     // the member's current leaf, as the last URLTargets said
