@@ -44,7 +44,9 @@ type Gauge struct {
 	cur, peak atomic.Int64
 }
 
-func (g *Gauge) enter() {
+// Enter counts one call in; Leave counts it out. A Prober with a Gauge
+// calls them itself; other probers may too.
+func (g *Gauge) Enter() {
 	n := g.cur.Add(1)
 	for {
 		p := g.peak.Load()
@@ -54,7 +56,7 @@ func (g *Gauge) enter() {
 	}
 }
 
-func (g *Gauge) leave() { g.cur.Add(-1) }
+func (g *Gauge) Leave() { g.cur.Add(-1) }
 
 // Current returns the calls in flight; Peak the most there ever were.
 func (g *Gauge) Current() int { return int(g.cur.Load()) }
@@ -166,8 +168,8 @@ func (p *Prober) wait(ctx context.Context, gate chan struct{}) error {
 
 func (p *Prober) measure(ctx context.Context, tcp bool, url, method string, server netx.Addr) (health.Result, error) {
 	if p.Gauge != nil {
-		p.Gauge.enter()
-		defer p.Gauge.leave()
+		p.Gauge.Enter()
+		defer p.Gauge.Leave()
 	}
 	p.mu.Lock()
 	gate := p.gate
