@@ -8,8 +8,12 @@ import (
 	"time"
 )
 
-// ErrUnknownNode is returned for an ID Sync did not register.
-var ErrUnknownNode = errors.New("node not registered")
+// ErrUnknownNode is returned for an ID Sync did not register, ErrNoProber
+// for a node registered without a Prober.
+var (
+	ErrUnknownNode = errors.New("node not registered")
+	ErrNoProber    = errors.New("node has no prober")
+)
 
 // DelayResult is the outcome of one node's delay test.
 type DelayResult struct {
@@ -70,7 +74,7 @@ func (e *Engine) Delay(ctx context.Context, id NodeID, url string, timeout time.
 	}
 	m := n.meta.Load()
 	if m.prober == nil {
-		return Result{}, fmt.Errorf("delay test of %s: %w", m.name, ErrUnknownNode)
+		return Result{}, fmt.Errorf("delay test of %s: %w", m.name, ErrNoProber)
 	}
 	if url == "" {
 		url = DefaultDelayURL

@@ -38,6 +38,7 @@
 // which failures of periodic, recovery, emergency and wake-up probes and of
 // real traffic are recorded (history, observed) but do not count toward
 // death; failures of probes an operator asks for (ProbeNow, Delay) count.
+// (A state dead already, by forced probes, still backs off on them.)
 //
 // # Probes
 //
