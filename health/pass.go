@@ -114,9 +114,9 @@ func (e *Engine) cycle(ctx context.Context) {
 	}
 }
 
-// recover is the recovery pass: the paths and check_urls of awake nodes
+// recoveryPass is the recovery pass: the paths and check_urls of awake nodes
 // with a dead state whose cooldown is due.
-func (e *Engine) recover(ctx context.Context) {
+func (e *Engine) recoveryPass(ctx context.Context) {
 	now := e.clock.Now()
 	var wg sync.WaitGroup
 	defer wg.Wait()

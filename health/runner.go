@@ -132,7 +132,7 @@ func (e *Engine) loop() {
 		}
 		if n := r.recoveryDue.Swap(0); n > 0 {
 			r.stopRecovery = e.clock.AfterFunc(e.recovery, e.onRecovery)
-			e.startPass(&r.recoveryBusy, e.recover)
+			e.startPass(&r.recoveryBusy, e.recoveryPass)
 			r.busy.done(int(n))
 		}
 		if r.urgentBusy.Load() {
