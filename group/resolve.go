@@ -73,6 +73,11 @@ func (w *walker) quiet() (bool, bool) {
 func (w *walker) loud(p, r bool) { w.peek, w.rec = p, r }
 
 // Choose is the leaf of q through the group (plane.Chooser).
+// Retry is the Manager's Retry for a flow routed to this group.
+func (c *chooser) Retry(q *plane.Query, failed *plane.Target) []*plane.Target {
+	return c.m.Retry(q, failed)
+}
+
 func (c *chooser) Choose(q *plane.Query) *plane.Target {
 	if q.Network > netx.UDP || q.Family > netx.V6 {
 		return nil

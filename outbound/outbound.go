@@ -75,6 +75,14 @@ type Deps struct {
 	ConnectTimeout time.Duration
 }
 
+// Purger is implemented by an outbound that keeps connections for reuse
+// (a QUIC connection, a tunnel, an HTTP/2 connection, mux carriers): Purge
+// releases them, so the next flow builds them afresh. Flows open on them
+// are not cut. It is called when health finds the node dead.
+type Purger interface {
+	Purge()
+}
+
 // Prober is implemented by an outbound with a TCP upstream that a health
 // probe can reach: the proxy server it dials.
 type Prober interface {

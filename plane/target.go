@@ -52,6 +52,8 @@ type Target struct {
 	id  OutboundID
 	out outbound.Outbound // nil for a chooser target
 	ch  Chooser           // set for a balancer or a group: it picks a leaf per flow
+	// node is the outbound's node identity (set before publication).
+	node [16]byte
 
 	mu       sync.Mutex // guards closed, retired, released, dialing and flows
 	closed   bool
@@ -112,6 +114,31 @@ type Chooser interface {
 	// own tag is pushed by Resolve.
 	Choose(q *Query) *Target
 }
+
+// A Retrier is a Chooser whose pick may be retried on other leaves after a
+// setup failure (URLTest's one retry round).
+type Retrier interface {
+	// Retry returns the leaves to try, in order, after failed (the leaf q
+	// resolved to) failed to set up; nil when the pick is authoritative.
+	Retry(q *Query, failed *Target) []*Target
+}
+
+// Retry returns the leaves to try after q's leaf failed to set up, when
+// the target's chooser retries (see Retrier); nil otherwise.
+func (t *Target) Retry(q *Query, failed *Target) []*Target {
+	if r, ok := t.ch.(Retrier); ok {
+		return r.Retry(q, failed)
+	}
+	return nil
+}
+
+// SetNode gives an outbound target its node identity (the health engine's
+// key), before the target is published.
+func (t *Target) SetNode(id [16]byte) { t.node = id }
+
+// Node is the target's node identity; zero for a chooser or an outbound
+// given none.
+func (t *Target) Node() [16]byte { return t.node }
 
 // ErrNoLeaf refuses a flow whose group has no eligible member and no final.
 var ErrNoLeaf = errors.New("no eligible member")

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"fmt"
+
+	"switchyard/health"
 	"net"
 	"runtime/debug"
 
@@ -47,7 +49,8 @@ func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 	if err != nil {
 		return large, sv.refuse(err)
 	}
-	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap, sv.groupEnv())
+	eng := sv.engineFor(s)
+	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap, sv.groupEnv(eng))
 	if err != nil {
 		return large, sv.refuse(err)
 	}
@@ -57,7 +60,7 @@ func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 		return large, sv.refuse(err)
 	}
 	sv.admit(p, s)
-	sv.commit(p, ins)
+	sv.commit(p, ins, eng)
 	return large, nil
 }
 
@@ -67,10 +70,24 @@ func (sv *Supervisor) refuse(err error) error {
 }
 
 // commit publishes the prepared state. Nothing here can fail.
-func (sv *Supervisor) commit(p *prepared, ins *inboundPlan) {
+func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) {
 	old := sv.cur
 	sv.configureUsers(p.next.spec)
+	oldEngine := sv.engine.Load()
+	if eng != oldEngine {
+		sv.engine.Store(eng)
+		sv.healthSpec = p.next.spec.Health
+	}
+	sv.syncHealth(eng, p.next)
 	sv.publish(old, p)
+	eng.SyncActivity(activities(p.next))
+	if eng != oldEngine {
+		sv.log.Info("[health] changed: node health starts over")
+		oldEngine.Stop()
+		if sv.started {
+			eng.Start()
+		}
+	}
 	sv.cur = p.next
 	for _, st := range p.plan.outbounds {
 		id := fmt.Sprintf("%s@v%d", st.spec.Tag, st.version)

@@ -25,6 +25,8 @@ type connector struct {
 	// ended, when set, hears how each relayed TCP flow ended, with the
 	// flow's meta (its chain included): Options.FlowEnded.
 	ended func(track.Meta, relay.End)
+	// health hears every real dial and how each flow ended.
+	health healthReports
 }
 
 var _ inbound.Connector = (*connector)(nil)
@@ -64,10 +66,13 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Session:     f.Session,
 		Chain:       chain,
 	}
-	if c.ended == nil {
-		return c.tracker.Conn(meta, conn), nil
-	}
-	return c.tracker.Conn(meta, conn, track.OnEnd(func(e relay.End) { c.ended(meta, e) })), nil
+	fam := familyOf(conn)
+	return c.tracker.Conn(meta, conn, track.OnEnd(func(e relay.End) {
+		c.health.ended(leaf, fam, e)
+		if c.ended != nil {
+			c.ended(meta, e)
+		}
+	})), nil
 }
 
 // dial routes f on p and dials its leaf under one establishment, listed in
@@ -90,7 +95,23 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 	defer pending.End()
 	est, dctx, cancel := p.Begin(ctx)
 	defer cancel()
-	conn, err = leaf.DialStream(dctx, f)
+	conn, err = c.dialLeaf(ctx, dctx, leaf, f)
+	if err != nil && !plane.Reloaded(err) && ctx.Err() == nil && !est.Expired(dctx) {
+		// A URLTest pick that failed to set up gets its one retry round,
+		// in order, within the same establishment: no payload was
+		// written yet.
+		for _, next := range target.Retry(&q, leaf) {
+			c.log.Debug("flow failed, retrying on the next member", "outbound", leaf.ID().String(), "next", next.ID().String(), "error", err)
+			leaf = next
+			conn, err = c.dialLeaf(ctx, dctx, leaf, f)
+			if err == nil || plane.Reloaded(err) || ctx.Err() != nil || est.Expired(dctx) {
+				break
+			}
+		}
+		if err == nil {
+			chain = append(chain[:len(chain)-1:len(chain)-1], leaf.ID().Tag)
+		}
+	}
 	est.End()
 	if err != nil {
 		attrs := []any{"inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "rule", plane.RuleName(rule), "outbound", leaf.ID().String(), "error", err}
@@ -104,6 +125,14 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 		}
 	}
 	return conn, leaf, rule, chain, err
+}
+
+// dialLeaf dials f on leaf and reports the dial to health.
+func (c *connector) dialLeaf(ctx, dctx context.Context, leaf *plane.Target, f netx.Flow) (net.Conn, error) {
+	start := time.Now()
+	conn, err := leaf.DialStream(dctx, f)
+	c.health.dialed(ctx, leaf, conn, time.Since(start), err)
+	return conn, err
 }
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {

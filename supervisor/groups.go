@@ -124,8 +124,13 @@ func (sv *Supervisor) SelectGroup(tag, member string, networks ...netx.Network) 
 }
 
 // groupEnv is what the supervisor's groups are built with.
-func (sv *Supervisor) groupEnv() *groupEnv {
-	env := &groupEnv{log: sv.log}
+func (sv *Supervisor) groupEnv(eng *health.Engine) *groupEnv {
+	env := &groupEnv{health: eng, log: sv.log}
+	env.onInterrupt = func(group, member string, network netx.Network) int {
+		n := interruptFlows(sv.tracker, group, member, network)
+		sv.log.Info("flows through the old choice interrupted", "group", group, "member", member, "network", network.String(), "flows", n)
+		return n
+	}
 	if st := sv.opts.Store; st != nil {
 		env.onPersist = func(group string, network netx.Network, member string) {
 			st.SetSelectorChoice(group, network.String(), member)
@@ -176,6 +181,7 @@ func (sv *Supervisor) publish(old *state, p *prepared) {
 	}
 	sv.cell.Store(p.plane)
 	sv.groups.Store(next)
+	sv.nodeIDs.Store(&p.next.nodeIDs)
 	sv.publishMu.Unlock()
 	if next != nil {
 		next.PublishConnectivity()

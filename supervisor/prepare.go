@@ -79,6 +79,7 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 			out = wrap(st.spec, out)
 		}
 		t := plane.NewTarget(id, out)
+		t.SetNode(next.nodeIDs[st.spec.Tag])
 		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, key: st.key, target: t}
 		targets[st.spec.Tag] = t
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"switchyard/group"
+	"switchyard/health"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
@@ -65,6 +66,13 @@ type Supervisor struct {
 	// reload swaps it with the plane, under publish.
 	groups    atomic.Pointer[group.Manager]
 	publishMu sync.Mutex // serializes a reload's publication with group writes' loads
+	// engine is the running health engine; healthSpec the [health] it was
+	// made for (guarded by mu).
+	engine     atomic.Pointer[health.Engine]
+	healthSpec spec.Health
+	bg         sync.WaitGroup // the network watcher and the delay saver
+	// nodeIDs is each outbound tag's node identity in the published state.
+	nodeIDs atomic.Pointer[map[string]health.NodeID]
 
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
@@ -116,13 +124,15 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	if sv.gate == nil {
 		sv.gate = netx.ProcessGate()
 	}
-	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded}
+	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded,
+		health: healthReports{engine: sv.engine.Load}}
 	deps, err := sv.deps(s)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	p, err := prepareWith(nil, s, deps, opts.wrap, sv.groupEnv())
+	eng := sv.newEngine(s.Health)
+	p, err := prepareWith(nil, s, deps, opts.wrap, sv.groupEnv(eng))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -130,7 +140,11 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.admit(p, s)
 	sv.configureUsers(s)
 	sv.restoreChoices(p.next.groups)
+	sv.engine.Store(eng)
+	sv.healthSpec = s.Health
+	sv.syncHealth(eng, p.next)
 	sv.publish(nil, p)
+	eng.SyncActivity(activities(p.next))
 	sv.cur = p.next
 	return sv, nil
 }
@@ -182,6 +196,7 @@ func (sv *Supervisor) Start() error {
 		l.run()
 	}
 	sv.startProbes(sv.cur)
+	sv.startHealth()
 	sv.started = true
 	attrs := make([]any, 0, len(sv.cur.spec.Inbounds))
 	for _, in := range sv.cur.spec.Inbounds {
@@ -244,6 +259,10 @@ func (sv *Supervisor) Close() error {
 	if sv.cur.groups != nil {
 		sv.cur.groups.Close()
 	}
+	if e := sv.engine.Load(); e != nil {
+		e.Stop()
+	}
+	sv.bg.Wait()
 	for _, t := range sv.cell.Load().Targets {
 		t.CloseFlows()
 		if !t.IsChooser() {
