@@ -314,3 +314,11 @@ func (sv *Supervisor) prober(deps outbound.Deps, depsErr error, o spec.Outbound,
 	}
 	return probe.New(out, opts)
 }
+
+// ProbeNow runs one probe cycle of every node the groups reach and waits
+// for it.
+func (sv *Supervisor) ProbeNow() {
+	if e := sv.engine.Load(); e != nil {
+		e.ProbeNow(sv.ctx)
+	}
+}
