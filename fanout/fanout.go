@@ -73,6 +73,8 @@ type Link struct {
 
 	now func() time.Time // the clock of the open backoff
 
+	report Reporter // hears how each sub-link's packet path fared; nil: none
+
 	drops atomic.Uint64 // packets accepted and never handed to a sub-link
 
 	deliver func([]byte, netx.Addr) // set by PushPackets; guarded by mu
@@ -83,6 +85,29 @@ type Link struct {
 }
 
 var _ netx.PacketLink = (*Link)(nil)
+
+// A Reporter hears how the packet path of a leaf fared, for its health: a
+// sub-link that could not be opened, or failed while open, reports a
+// failure; its first reply reports a success. A sub-link closed on purpose
+// (eviction, a drain, the association's end, a node purge) reports
+// nothing. It is called on the fan-out's goroutines and must not block.
+type Reporter interface {
+	PacketPath(node [16]byte, ok bool)
+}
+
+// NewReporting is New with a Reporter (nil: none).
+func NewReporting(cell *plane.Cell, flow netx.Flow, tracker *track.Tracker, log *slog.Logger, r Reporter) *Link {
+	l := New(cell, flow, tracker, log)
+	l.report = r
+	return l
+}
+
+// reportPath tells the Reporter how node's packet path fared.
+func (l *Link) reportPath(node [16]byte, ok bool) {
+	if l.report != nil && node != ([16]byte{}) {
+		l.report.PacketPath(node, ok)
+	}
+}
 
 // New returns the association's link. flow is the association (Network UDP,
 // Src, Inbound, User); every packet routes as flow.Toward(its destination),

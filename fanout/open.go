@@ -72,6 +72,9 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		l.reroute(s)
 		return
 	}
+	if err != nil && ctx.Err() == nil && !plane.Reloaded(err) {
+		l.reportPath(r.leaf.Node(), false)
+	}
 	if err != nil {
 		l.mu.Lock()
 		own := !l.closed && l.detach(s)
@@ -102,6 +105,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Session:     f.Session,
 		Chain:       r.path(), // once per sub-link, never per packet
 	}
+	s.node = r.leaf.Node()
 	l.flush(s, l.tracker.Link(meta, raw), pl)
 }
 

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"errors"
 	"net"
 
 	"switchyard/netx"
@@ -47,8 +48,14 @@ func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
 			if l.remove(s) {
 				s.link.Close()
 				l.debug("udp fan-out: sub-link %s ended: %v", s.id, err)
+				if !errors.Is(err, net.ErrClosed) {
+					l.reportPath(s.node, false)
+				}
 			}
 			return
+		}
+		if !s.replied.Load() && s.replied.CompareAndSwap(false, true) {
+			l.reportPath(s.node, true)
 		}
 		if deliver != nil {
 			deliver((*bp)[:n], from)

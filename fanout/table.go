@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"sync/atomic"
 
 	"switchyard/netx"
 	"switchyard/plane"
@@ -30,6 +31,10 @@ type sub struct {
 	queue   netx.HeldQueue[queuedMeta]
 	// cancel ends the open; eviction and Close call it.
 	cancel context.CancelFunc
+	// node is the node identity of the leaf the sub-link is open on (set
+	// by its opener); replied is set by its reader at the first reply.
+	node    [16]byte
+	replied atomic.Bool
 }
 
 // verdict is what claim decided for one packet.

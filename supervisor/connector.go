@@ -137,5 +137,5 @@ func (c *connector) dialLeaf(ctx, dctx context.Context, leaf *plane.Target, f ne
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {
 	f.Network = netx.UDP
-	return fanout.New(c.cell, f, c.tracker, c.log)
+	return fanout.NewReporting(c.cell, f, c.tracker, c.log, c.health)
 }

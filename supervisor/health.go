@@ -254,6 +254,15 @@ func (h healthReports) ended(leaf *plane.Target, fam netx.Family, e relay.End) {
 	}
 }
 
+// PacketPath reports how a leaf's packet path fared in a UDP association
+// (fanout.Reporter): an open or receive failure counts against the node's
+// DataUdp state, a reply for it.
+func (h healthReports) PacketPath(node [16]byte, ok bool) {
+	if e := h.engine(); e != nil {
+		e.ReportTraffic(health.NodeID(node), health.DataUDP, netx.V4, ok)
+	}
+}
+
 // interruptFlows closes the flows that went through group's member on
 // network: their selection chain names the group, then the member.
 func interruptFlows(t *track.Tracker, group, member string, network netx.Network) int {
