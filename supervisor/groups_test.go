@@ -100,3 +100,37 @@ func TestASelectWithoutGroups(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A group keeps its identity across a reload that keeps its name, however
+// the groups are reordered; a renamed group is a new group.
+func TestGroupIdentityFollowsTheName(t *testing.T) {
+	s := selectorSpec()
+	s.Groups = append(s.Groups, spec.Group{Tag: "other", Policy: "fallback", Members: []string{"direct"}})
+	sv, _ := run(t, s, Options{})
+	ids := func() map[string]group.Identity {
+		m := map[string]group.Identity{}
+		for _, g := range sv.Groups().Groups() {
+			m[g.Tag] = g.Identity
+		}
+		return m
+	}
+	before := ids()
+	s2 := selectorSpec()
+	s2.Groups = append([]spec.Group{{Tag: "other", Policy: "fallback", Members: []string{"direct"}}}, s2.Groups...)
+	if err := sv.Apply(s2); err != nil {
+		t.Fatal(err)
+	}
+	after := ids()
+	if after["pick"] != before["pick"] || after["other"] != before["other"] {
+		t.Fatalf("identities changed by a reorder: %v → %v", before, after)
+	}
+	s3 := selectorSpec()
+	s3.Groups = append(s3.Groups, spec.Group{Tag: "renamed", Policy: "fallback", Members: []string{"direct"}})
+	if err := sv.Apply(s3); err != nil {
+		t.Fatal(err)
+	}
+	renamed := ids()
+	if renamed["renamed"].ID == before["other"].ID || renamed["pick"] != before["pick"] {
+		t.Fatalf("a renamed group kept the old identity: %v → %v", before, renamed)
+	}
+}
