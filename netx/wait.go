@@ -2,6 +2,7 @@ package netx
 
 import (
 	"net"
+	"net/netip"
 	"syscall"
 )
 
@@ -37,7 +38,17 @@ type DatagramWaiter struct {
 	fn   func(fd uintptr) bool // made once, so that a wait allocates nothing
 	size int
 	err  error
+
+	// Set by NewDatagramWaiterFrom.
+	from    netip.AddrPort // the one sender, unmapped and without a zone
+	dropped func(from netip.AddrPort)
+	again   bool // fn dropped a batch: Wait calls it again
 }
+
+// dropBatch is how many datagrams of strangers one pass of a wait drops
+// before it lets go of the socket (and Close or a deadline may act) and
+// takes it again.
+const dropBatch = 16
 
 // NewDatagramWaiter returns a waiter on c.
 func NewDatagramWaiter(c *net.UDPConn) (*DatagramWaiter, error) {
@@ -53,12 +64,61 @@ func NewDatagramWaiter(c *net.UDPConn) (*DatagramWaiter, error) {
 	return w, nil
 }
 
-// Wait blocks until a datagram can be read from the socket and returns its
-// size. It fails as a read would: once the socket is closed, when its read
-// deadline passes, or with the socket's pending error.
-func (w *DatagramWaiter) Wait() (int, error) {
-	if err := w.rc.Read(w.fn); err != nil {
-		return 0, err
+// NewDatagramWaiterFrom returns a waiter on c that waits for the datagrams
+// of one sender, from (compared unmapped, port included, zone ignored): a
+// datagram from any other address that comes first is taken off the socket
+// and dropped inside the wait, which goes on. dropped, when not nil, is
+// called with the sender of each datagram dropped (an invalid address for
+// one that is no IP address), on the waiting goroutine; it must not use c.
+//
+// So a stranger's datagrams neither wake the waiter nor make the reader
+// take a buffer for them. On Linux the sender is peeked into a sockaddr on
+// the stack, and a wait, drops included, allocates nothing; elsewhere
+// peeking the sender allocates.
+func NewDatagramWaiterFrom(c *net.UDPConn, from netip.AddrPort, dropped func(from netip.AddrPort)) (*DatagramWaiter, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
-	return w.size, w.err
+	w := &DatagramWaiter{
+		rc:      rc,
+		from:    netip.AddrPortFrom(from.Addr().Unmap().WithZone(""), from.Port()),
+		dropped: dropped,
+	}
+	w.fn = func(fd uintptr) bool {
+		for range dropBatch {
+			n, sender, err := peekFrom(fd)
+			if err != nil {
+				w.size, w.err = 0, err
+				return err != syscall.EAGAIN
+			}
+			if sender == w.from {
+				w.size, w.err = n, nil
+				return true
+			}
+			discardNext(fd)
+			if w.dropped != nil {
+				w.dropped(sender)
+			}
+		}
+		w.again = true
+		return true
+	}
+	return w, nil
+}
+
+// Wait blocks until a datagram can be read from the socket and returns its
+// size; with a sender (NewDatagramWaiterFrom), until one of its datagrams
+// is next. It fails as a read would: once the socket is closed, when its
+// read deadline passes, or with the socket's pending error.
+func (w *DatagramWaiter) Wait() (int, error) {
+	for {
+		w.again = false
+		if err := w.rc.Read(w.fn); err != nil {
+			return 0, err
+		}
+		if !w.again {
+			return w.size, w.err
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package shadowsocks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +33,7 @@ type packetLink struct {
 	server netip.AddrPort
 	client *ss.PacketClient
 	log    *slog.Logger
-	wait   *netx.DatagramWaiter // the reader's
+	wait   *netx.DatagramWaiter // the reader's; the server's datagrams only
 	ready  int                  // the size WaitPacket saw, plus one; 0: none seen; the reader's
 	once   sync.Once
 	err    error // of Close
@@ -44,17 +45,26 @@ var (
 )
 
 func newPacketLink(sock *net.UDPConn, server netip.AddrPort, client *ss.PacketClient, log *slog.Logger) (*packetLink, error) {
-	wait, err := netx.NewDatagramWaiter(sock)
-	if err != nil {
-		return nil, err
-	}
-	return &packetLink{
+	l := &packetLink{
 		sock:   sock,
 		server: netip.AddrPortFrom(server.Addr().Unmap(), server.Port()),
 		client: client,
 		log:    log,
-		wait:   wait,
-	}, nil
+	}
+	wait, err := netx.NewDatagramWaiterFrom(sock, l.server, l.dropStranger)
+	if err != nil {
+		return nil, err
+	}
+	l.wait = wait
+	return l, nil
+}
+
+// dropStranger logs a datagram from a sender that is not the server, which
+// the wait or ReadPacket dropped.
+func (l *packetLink) dropStranger(from netip.AddrPort) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf("shadowsocks udp: dropping a datagram from %s, which is not the server", from))
+	}
 }
 
 // WritePacket seals p to its destination and sends it to the server. A
@@ -80,16 +90,18 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	return err
 }
 
-// WaitPacket blocks until a datagram can be read from the socket and
-// returns its size without taking it (netx.PacketWaiter): an upper bound of
-// the payload the next ReadPacket returns, which is smaller by the packet's
-// header and tag, or is another datagram's when this one is dropped (see
-// ReadPacket). It fails as ReadPacket would: net.ErrClosed after Close.
-// Only the reader calls it, before its ReadPacket.
+// WaitPacket blocks until a datagram from the server can be read from the
+// socket and returns its size without taking it (netx.PacketWaiter): an
+// upper bound of the payload the next ReadPacket returns, which is smaller
+// by the packet's header and tag, or is another datagram's when this one
+// does not open (see ReadPacket). It fails as ReadPacket would:
+// net.ErrClosed after Close. Only the reader calls it, before its
+// ReadPacket.
 //
-// A dropped datagram makes ReadPacket wait for the next one with the
-// buffer it was given: anyone can send to the socket, and only reading a
-// datagram tells whether it is the server's.
+// Anyone can send to the socket: a datagram from any other sender is
+// dropped inside the wait, with a debug line, and does not wake it. A
+// datagram from the server that does not open makes ReadPacket wait for the
+// next one with the buffer it was given.
 func (l *packetLink) WaitPacket() (int, error) {
 	n, err := l.wait.Wait()
 	if err != nil {
@@ -141,7 +153,7 @@ func (l *packetLink) readInto(buf, p []byte) (n int, src netx.Addr, ok bool, err
 		return 0, netx.Addr{}, false, err
 	}
 	if from.Addr().Unmap() != l.server.Addr() || from.Port() != l.server.Port() {
-		l.log.Debug(fmt.Sprintf("shadowsocks udp: dropping a datagram from %s, which is not the server", from))
+		l.dropStranger(from)
 		return 0, netx.Addr{}, false, nil
 	}
 	src, payload, err := l.client.Open(buf[:n])

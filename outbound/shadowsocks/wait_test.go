@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,11 +81,14 @@ func TestPacketLinkWaitPacket(t *testing.T) {
 	}
 }
 
-// A datagram WaitPacket saw that is not the server's is dropped by
-// ReadPacket, which returns the next reply.
-func TestPacketLinkWaitPacketThenDrop(t *testing.T) {
+// A stranger's datagrams are dropped while WaitPacket waits, each with a
+// debug line: they do not wake it, so the reader takes no buffer for them.
+// The server's reply does, and ReadPacket returns it.
+func TestPacketLinkWaitPacketDropsStrangers(t *testing.T) {
 	srv := udpEchoServer(t, "aes-128-gcm", "pw")
 	l := dialPacketLink(t, srv.LocalAddr().String(), "aes-128-gcm", "pw")
+	var logs logBuffer
+	l.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	local := l.sock.LocalAddr().(*net.UDPAddr).AddrPort()
 	local = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), local.Port())
 	stranger, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -89,19 +96,55 @@ func TestPacketLinkWaitPacketThenDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stranger.Close()
-	stranger.WriteToUDPAddrPort(make([]byte, 100), local)
-	if w := <-proxytest.WaitPacket(l); w.Err != nil || w.N != 100 {
-		t.Fatalf("WaitPacket: %d, %v; want the stranger's 100 bytes", w.N, w.Err)
+	c := proxytest.WaitPacket(l)
+	for range 3 {
+		stranger.WriteToUDPAddrPort(make([]byte, 100), local)
+	}
+	select {
+	case w := <-c:
+		t.Fatalf("WaitPacket returned %d, %v for a stranger's datagrams", w.N, w.Err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	line := fmt.Sprintf("shadowsocks udp: dropping a datagram from %s, which is not the server", stranger.LocalAddr())
+	if n := strings.Count(logs.String(), line); n != 3 {
+		t.Fatalf("%d lines %q for 3 datagrams:\n%s", n, line, logs.String())
 	}
 	to := netx.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 7}
 	if err := l.WritePacket([]byte("x"), to); err != nil {
 		t.Fatal(err)
 	}
-	p := make([]byte, 100)
+	var w proxytest.Waited
+	select {
+	case w = <-c:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's reply did not end WaitPacket")
+	}
+	if w.Err != nil || w.N <= len("re:x") {
+		t.Fatalf("WaitPacket: %d, %v; want the sealed reply's size", w.N, w.Err)
+	}
+	p := make([]byte, w.N)
 	n, from, err := l.ReadPacket(p)
 	if err != nil || from != to || string(p[:n]) != "re:x" {
-		t.Fatalf("after the stranger's datagram: %q from %v, %v", p[:n], from, err)
+		t.Fatalf("after the stranger's datagrams: %q from %v, %v", p[:n], from, err)
 	}
+}
+
+// logBuffer is a log's text, written and read from any goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Close ends a blocked WaitPacket with net.ErrClosed, and every later one.

@@ -42,7 +42,7 @@ func (o *Outbound) DialPacket(ctx context.Context, _ netx.Flow) (netx.PacketLink
 		control.Close()
 		return nil, fmt.Errorf("socks: binding the relay socket: %w", err)
 	}
-	l, err := newLink(control, udp, relay)
+	l, err := newLink(control, udp, relay, o.log)
 	if err != nil {
 		control.Close()
 		udp.Close()

@@ -389,8 +389,12 @@ func TestAssociateFrameLimit(t *testing.T) {
 }
 
 // In steady state a datagram out and its reply in, waited for and read,
-// allocate nothing.
+// allocate nothing. Under the race detector the buffer pools drop some of
+// what they are given, so the count is left to the run without it.
 func TestAssociateAllocations(t *testing.T) {
+	if proxytest.RaceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
 	_, addr := startRelay(t, "udp4", "", "", nil)
 	l := dialPacket(t, newOutbound(t, addr, "", "", nil))
 	peer := netx.DomainAddr("peer.example", 53)

@@ -1,8 +1,11 @@
 package socks
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -14,11 +17,11 @@ import (
 )
 
 // Buffer sizes of one association. A datagram from the relay is read into
-// the reader's own buffer; the link keeps none of that size.
+// the reader's own buffer, and one toward it is framed in a pooled buffer
+// taken for the send: the link keeps none of a datagram's size.
 const (
-	sinkSize    = 256                        // what the control connection is drained into
-	scratchSize = 2048                       // the initial capacity of the outgoing datagram buffer
-	shortSize   = 2 * socks5.MaxUDPHeaderLen // a datagram read for a buffer too short for a header
+	sinkSize  = 256                        // what the control connection is drained into
+	shortSize = 2 * socks5.MaxUDPHeaderLen // a datagram read for a buffer too short for a header
 )
 
 // The largest UDP payload one datagram carries over IPv4 and over IPv6.
@@ -41,10 +44,10 @@ type link struct {
 	relay    netip.AddrPort // unmapped
 	maxFrame int
 
-	wait   *netx.DatagramWaiter // the reader's alone
+	wait   *netx.DatagramWaiter // the reader's alone; the relay's datagrams only
 	short  [shortSize]byte      // the reader's alone
 	parser socks5.UDPParser     // the reader's alone
-	wbuf   []byte               // WritePacket's alone
+	log    *slog.Logger
 
 	ended   atomic.Bool // the control connection ended
 	mu      sync.Mutex  // guards pending
@@ -60,25 +63,36 @@ var (
 	_ netx.PacketWaiter = (*link)(nil)
 )
 
-func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort) (*link, error) {
-	wait, err := netx.NewDatagramWaiter(udp)
-	if err != nil {
-		return nil, err
-	}
+// newLink returns the association over control whose datagrams go to and
+// come from relay (unmapped) through udp. Datagrams from anyone else are
+// dropped while the reader waits, with a debug line on log.
+func newLink(control net.Conn, udp *net.UDPConn, relay netip.AddrPort, log *slog.Logger) (*link, error) {
 	l := &link{
 		control:  control,
 		udp:      udp,
 		relay:    relay,
 		maxFrame: maxDatagram4,
-		wait:     wait,
-		wbuf:     make([]byte, 0, scratchSize),
+		log:      log,
 		watched:  make(chan struct{}),
 	}
+	wait, err := netx.NewDatagramWaiterFrom(udp, relay, l.dropped)
+	if err != nil {
+		return nil, err
+	}
+	l.wait = wait
 	if relay.Addr().Is6() {
 		l.maxFrame = maxDatagram6
 	}
 	go l.drain()
 	return l, nil
+}
+
+// dropped logs a datagram the wait dropped, from a sender that is not the
+// relay.
+func (l *link) dropped(from netip.AddrPort) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf("socks udp: dropping a datagram from %s, which is not the relay", from))
+	}
 }
 
 // drain reads the control connection into a sink until it ends. Its end,
@@ -150,8 +164,9 @@ func (l *link) WritePacket(p []byte, to netx.Addr) error {
 	if len(p) > l.maxFrame {
 		return proxyconn.ErrFrameTooLarge
 	}
-	frame := socks5.AppendUDP(l.wbuf[:0], to, p)
-	l.wbuf = frame[:0]
+	bp := netx.GetBuf(socks5.MaxUDPHeaderLen + len(p))
+	defer netx.PutBuf(bp)
+	frame := socks5.AppendUDP((*bp)[:0], to, p)
 	if len(frame) > l.maxFrame {
 		return proxyconn.ErrFrameTooLarge
 	}
@@ -164,17 +179,16 @@ func (l *link) WritePacket(p []byte, to netx.Addr) error {
 	return nil
 }
 
-// WaitPacket blocks until a datagram from the relay socket can be read and
-// returns its size, without taking it (netx.PacketWaiter). The size is an
-// upper bound of what the next ReadPacket returns: it counts the SOCKS5
-// header, and the datagram may come from another source or not parse, and
-// be skipped. It fails with the error the next ReadPacket would return:
-// net.ErrClosed after Close, the control connection's end once it ended.
-// Only the reader calls it, before its ReadPacket.
-//
-// A skipped datagram makes ReadPacket wait for the next one with the
-// buffer it was given: the socket is not connected, so the kernel lets
-// through datagrams from any source, and only reading one tells.
+// WaitPacket blocks until a datagram from the relay can be read and returns
+// its size, without taking it (netx.PacketWaiter). The socket is not
+// connected, so the kernel lets through datagrams from any source: those of
+// anyone but the relay are dropped inside the wait (with a debug line), and
+// do not wake it. The size is an upper bound of what the next ReadPacket
+// returns: it counts the SOCKS5 header, and a datagram whose header does
+// not parse is skipped, ReadPacket then waiting for the next one with the
+// buffer it was given. It fails with the error the next ReadPacket would
+// return: net.ErrClosed after Close, the control connection's end once it
+// ended. Only the reader calls it, before its ReadPacket.
 func (l *link) WaitPacket() (int, error) {
 	if l.closed.Load() {
 		return 0, net.ErrClosed

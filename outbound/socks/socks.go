@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 
 	"switchyard/netx"
@@ -22,6 +23,7 @@ type Outbound struct {
 	transport *transport.Dialer
 	dialer    *netx.Dialer // binds the relay sockets of associations
 	auth      auth
+	log       *slog.Logger
 }
 
 var (
@@ -44,7 +46,11 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Outbound{transport: t, dialer: deps.Dialer, auth: a}, nil
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Outbound{transport: t, dialer: deps.Dialer, auth: a, log: log}, nil
 }
 
 // CarriesUDP reports true: every datagram link is a UDP ASSOCIATE

@@ -8,9 +8,10 @@ import (
 	codec "switchyard/protocol/trojan"
 )
 
-// BufSize (TROJAN_BUF) sizes both buffers of a datagram link: the staging
-// buffer toward the server and the read buffer from it. It bounds one frame
-// each way.
+// BufSize (TROJAN_BUF) bounds one frame of a datagram link each way: the
+// pooled buffers a packet is sealed in and a large frame from the server is
+// read into, both held only while a packet is in flight (see
+// proxyconn.Link).
 const BufSize = 16 * 1024
 
 // newPacketLink is a UDP ASSOCIATE stream: every packet, both ways, is the

@@ -35,6 +35,13 @@ func newStreamConn(c net.Conn, s *protocol.Session) *streamConn {
 	return &streamConn{Conn: c, rd: newFrameReader(c, s), enc: s.NewEncoder()}
 }
 
+// newMuxConn is the stream an XUDP link rides: a streamConn whose reader
+// holds its bufSize buffer only while bytes are in it (newReleasingReader),
+// so that an idle association holds no buffer of that size.
+func newMuxConn(c net.Conn, s *protocol.Session) *streamConn {
+	return &streamConn{Conn: c, rd: newReleasingReader(c, s), enc: s.NewEncoder()}
+}
+
 // A write stages its sealed chunks in a buffer taken for that write only:
 // startBuf when the write fits it, else bufSize. No flow holds a staging
 // buffer between writes, and the pools keep only what writes gave back

@@ -14,6 +14,10 @@ import (
 // one target the request header named. WritePacket is called from one
 // goroutine and ReadPacket from another; WaitPacket is called by the reader
 // only, before its ReadPacket; Close may come from any.
+//
+// An idle link holds its reader's small buffer (releasingStart) alone: a chunk is
+// sealed in a pooled buffer taken for the write, and a chunk too large for
+// the small buffer is read into a pooled one, given back once passed on.
 type packetLink struct {
 	conn   net.Conn
 	target netx.Addr
@@ -22,7 +26,6 @@ type packetLink struct {
 	pending []byte // the payload WaitPacket decoded, in rd's buffer; nil: none
 
 	enc  *protocol.Encoder
-	wbuf []byte
 	werr error
 
 	closeOnce sync.Once
@@ -33,9 +36,8 @@ func newPacketLink(c net.Conn, s *protocol.Session, target netx.Addr) *packetLin
 	return &packetLink{
 		conn:   c,
 		target: target,
-		rd:     newFrameReader(c, s),
+		rd:     newReleasingReader(c, s),
 		enc:    s.NewEncoder(),
-		wbuf:   make([]byte, 0, protocol.ChunkSize), // one chunk: a datagram's whole frame
 	}
 }
 
@@ -54,7 +56,9 @@ func (l *packetLink) WritePacket(p []byte, _ netx.Addr) error {
 	if len(p) > l.enc.MaxPayload() {
 		return fmt.Errorf("vmess: %w (a datagram of %d bytes; one chunk carries %d)", proxyconn.ErrFrameTooLarge, len(p), l.enc.MaxPayload())
 	}
-	buf, err := l.enc.Seal(l.wbuf[:0], p)
+	bp := netx.GetBuf(len(p) + protocol.ChunkOverhead) // one chunk: a datagram's whole frame
+	defer netx.PutBuf(bp)
+	buf, err := l.enc.Seal((*bp)[:0], p)
 	if err == nil {
 		_, err = l.conn.Write(buf)
 	}

@@ -22,26 +22,46 @@ import (
 //
 // A read that times out leaves everything in place: the next call resumes
 // the same frame. Any other failure, and the end of the body, are final.
+//
+// A releasing reader (a datagram link's) starts with a smaller buffer
+// (releasingStart), takes its bufSize buffer from a pool, and gives it back, reading on in its small buffer, once
+// everything read into it is decoded and passed on (when the next read
+// starts) or reading ended: an idle link holds its small buffer alone.
 type frameReader struct {
-	conn   net.Conn
-	dec    *protocol.Decoder
-	buf    []byte
-	r, w   int  // buf[r:w] is read and not yet decoded
-	opened bool // the response header was opened
-	full   bool // the last read filled the small buffer: grow before the next
-	err    error
+	conn    net.Conn
+	dec     *protocol.Decoder
+	buf     []byte
+	r, w    int  // buf[r:w] is read and not yet decoded
+	opened  bool // the response header was opened
+	full    bool // the last read filled the small buffer: grow before the next
+	err     error
+	release bool    // the bufSize buffer is pooled, and given back when empty
+	small   []byte  // the small buffer, while a releasing reader is grown
+	pooled  *[]byte // the bufSize buffer of a releasing reader, while taken
 }
 
 // startBuf is the capacity a flow's buffers start with.
 const startBuf = 4 << 10
 
+// releasingStart is the small buffer of a releasing reader, which it keeps
+// for good: a chunk of an MTU-sized datagram, and the response header, fit
+// it whole.
+const releasingStart = 2 << 10
+
 func newFrameReader(c net.Conn, s *protocol.Session) frameReader {
 	return frameReader{conn: c, dec: s.NewDecoder(), buf: make([]byte, startBuf)}
+}
+
+// newReleasingReader is a frameReader that holds its bufSize buffer only
+// while it has bytes in it.
+func newReleasingReader(c net.Conn, s *protocol.Session) frameReader {
+	return frameReader{conn: c, dec: s.NewDecoder(), buf: make([]byte, releasingStart), release: true}
 }
 
 // next returns the next payload: one chunk's, or for an unframed body
 // whatever has been read.
 func (fr *frameReader) next() ([]byte, error) {
+	defer fr.releaseIfDone()
 	for fr.err == nil {
 		frame, payload, err := fr.dec.Decode(fr.buf[fr.r:fr.w])
 		switch {
@@ -58,12 +78,45 @@ func (fr *frameReader) next() ([]byte, error) {
 		case frame > bufSize:
 			fr.err = fmt.Errorf("vmess: %w (%d bytes)", proxyconn.ErrUpstreamFrameTooLarge, frame)
 		default:
-			if err := fr.fill(fr.r + frame); err != nil {
+			if err := fr.fill(frame); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return nil, fr.err
+}
+
+// releaseIfDone gives a releasing reader's pooled buffer back once reading
+// ended for good.
+func (fr *frameReader) releaseIfDone() {
+	if fr.err != nil && fr.pooled != nil {
+		fr.r, fr.w = 0, 0
+		fr.giveBack()
+	}
+}
+
+// giveBack returns the pooled buffer, which holds nothing to keep, and
+// reads on in the small one.
+func (fr *frameReader) giveBack() {
+	putStage(fr.pooled)
+	fr.pooled = nil
+	fr.buf, fr.small = fr.small, nil
+}
+
+// grow moves the undecoded bytes to a buffer of bufSize: a pooled one for a
+// releasing reader, a new one kept for good otherwise.
+func (fr *frameReader) grow() {
+	var b []byte
+	if fr.release {
+		fr.pooled = largeStages.Get().(*[]byte)
+		b = (*fr.pooled)[:bufSize]
+		fr.small = fr.buf
+	} else {
+		b = make([]byte, bufSize)
+	}
+	fr.w = copy(b, fr.buf[fr.r:fr.w])
+	fr.r = 0
+	fr.buf = b
 }
 
 // buffered returns the next payload when its whole frame is already in the
@@ -88,14 +141,20 @@ func (fr *frameReader) buffered() []byte {
 	return nil
 }
 
-// fill reads once from the upstream, first moving the undecoded bytes to the
-// front of the buffer when the frame would not fit after them.
-func (fr *frameReader) fill(frameEnd int) error {
-	if len(fr.buf) < bufSize && (fr.full || frameEnd-fr.r > len(fr.buf)) {
-		b := make([]byte, bufSize)
-		fr.w = copy(b, fr.buf[fr.r:fr.w])
-		fr.r = 0
-		fr.buf = b
+// fill reads once from the upstream, for a frame of frame bytes from r,
+// first moving the undecoded bytes to the front of the buffer when the frame
+// would not fit after them. A releasing reader with nothing undecoded gives
+// its pooled buffer back first: what it passed on is no longer used.
+func (fr *frameReader) fill(frame int) error {
+	if fr.r == fr.w {
+		fr.r, fr.w = 0, 0
+		if fr.pooled != nil {
+			fr.giveBack()
+		}
+	}
+	frameEnd := fr.r + frame
+	if len(fr.buf) < bufSize && (fr.full || frame > len(fr.buf)) {
+		fr.grow()
 		fr.full = false
 	} else if frameEnd > len(fr.buf) {
 		fr.w = copy(fr.buf, fr.buf[fr.r:fr.w])

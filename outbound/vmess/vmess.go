@@ -119,7 +119,7 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 	if err != nil {
 		return nil, err
 	}
-	return xudp.NewLink(newStreamConn(c, s), f.Dst, o.xudp.For(f.Src), bufSize, stagingReserve), nil
+	return xudp.NewLink(newMuxConn(c, s), f.Dst, o.xudp.For(f.Src), bufSize, stagingReserve), nil
 }
 
 // open dials the server and writes the request header on its own, within

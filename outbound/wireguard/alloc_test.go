@@ -4,7 +4,10 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
+
+	"gvisor.dev/gvisor/pkg/waiter"
 
 	"switchyard/netx"
 )
@@ -45,5 +48,52 @@ func TestWritePacketAddsNoAllocation(t *testing.T) {
 		if got := least(func() { l.WritePacket(p, dst) }); got > stack {
 			t.Errorf("WritePacket to %s: %.0f allocations, the stack alone %.0f", to, got, stack)
 		}
+	}
+}
+
+// A wait allocates nothing: the link's entry on the endpoint's waiter queue
+// is registered once, and a datagram is peeked into no buffer.
+func TestWaitPacketAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector")
+	}
+	_, c := pair(t, "", nil)
+	l := dialLink(t, c)
+	echo := mustAddr("10.7.0.1:9001")
+	if w := waitReply(t, l, echo, []byte("first")); w.err != nil {
+		t.Fatal(w.err)
+	}
+	// A datagram waiting: the wait returns at once, and leaves it.
+	if n := testing.AllocsPerRun(100, func() { l.WaitPacket() }); n != 0 {
+		t.Errorf("%v allocations per wait for a datagram already there", n)
+	}
+	p := make([]byte, 100)
+	l.ReadPacket(p)
+	// None waiting: the wait blocks until the reply comes. Sending and the
+	// stack's own goroutines allocate: compare with the send, a wait that
+	// polls the endpoint and the read, the least of a few counts.
+	least := func(fn func()) float64 {
+		n := testing.AllocsPerRun(20, fn)
+		for range 2 {
+			n = min(n, testing.AllocsPerRun(20, fn))
+		}
+		return n
+	}
+	payload := []byte("ping")
+	polled := least(func() {
+		l.WritePacket(payload, echo)
+		for l.ep.Readiness(waiter.ReadableEvents) == 0 {
+			runtime.Gosched()
+		}
+		l.c.ReadFrom(p)
+	})
+	waited := least(func() {
+		l.WritePacket(payload, echo)
+		l.WaitPacket()
+		l.c.ReadFrom(p)
+	})
+	t.Logf("a round trip: %v allocations with WaitPacket, %v polling", waited, polled)
+	if waited > polled {
+		t.Errorf("a send, a wait and a read: %v allocations; with a wait that polls: %v", waited, polled)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/waiter"
 
 	"switchyard/netx"
 )
@@ -38,12 +40,22 @@ var errFrameTooLarge = errors.New("wireguard: frame larger than the client runti
 // packetLink is a UDP flow inside the tunnel: one endpoint of the userspace
 // stack, bound to the wildcard of both families, from which each datagram
 // goes to its own address. WritePacket is called from one goroutine,
-// ReadPacket from another.
+// ReadPacket from another; WaitPacket by the reader only, before its
+// ReadPacket; Close may come from a third.
 type packetLink struct {
-	c   *gonet.UDPConn
+	c   *gonet.UDPConn // reads and writes ep
+	ep  tcpip.Endpoint
 	res *resolver
 	log *slog.Logger
 	now func() time.Time
+
+	// WaitPacket's: an entry on ep's queue for the link's life, whose
+	// channel a datagram's arrival, an error or ep's close signals.
+	wq     *waiter.Queue
+	entry  waiter.Entry
+	notify chan struct{}
+	rerr   error // an error WaitPacket saw, for the next ReadPacket
+	closed chan struct{}
 
 	// Used by WritePacket only.
 	to    net.UDPAddr
@@ -63,14 +75,35 @@ type cachedName struct {
 func listenPacket(t *tunnel, res *resolver, now func() time.Time, log *slog.Logger) (*packetLink, error) {
 	var err error
 	for range bindTries {
-		var c *gonet.UDPConn
-		c, err = t.stack.listenUDP(t.linkPort())
+		var u *udpEndpoint
+		u, err = t.stack.listenUDP(t.linkPort())
 		if err == nil {
-			return &packetLink{c: c, res: res, log: log, now: now, names: make(map[string]cachedName)}, nil
+			return newPacketLink(u, res, now, log), nil
 		}
 	}
 	return nil, fmt.Errorf("wireguard: no free UDP port inside the tunnel: %w", err)
 }
+
+func newPacketLink(u *udpEndpoint, res *resolver, now func() time.Time, log *slog.Logger) *packetLink {
+	l := &packetLink{
+		c:      u.UDPConn,
+		ep:     u.ep,
+		res:    res,
+		log:    log,
+		now:    now,
+		wq:     u.wq,
+		closed: make(chan struct{}),
+		names:  make(map[string]cachedName),
+	}
+	l.entry, l.notify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	l.wq.EventRegister(&l.entry)
+	return l
+}
+
+var (
+	_ netx.PacketLink   = (*packetLink)(nil)
+	_ netx.PacketWaiter = (*packetLink)(nil)
+)
 
 // WritePacket sends p to its own destination inside the tunnel. A name is
 // resolved with the destination resolver (and remembered for a minute); a
@@ -134,10 +167,48 @@ func (l *packetLink) lookup(to netx.Addr) (netip.Addr, error) {
 	return ip, nil
 }
 
+// WaitPacket blocks until a datagram can be read and returns its size,
+// without taking it (netx.PacketWaiter): the next ReadPacket returns it
+// whole into a buffer of that size. It peeks the endpoint's receive queue
+// and, while the queue is empty, waits on the link's entry on the
+// endpoint's waiter queue, registered once: a wait allocates nothing. It
+// fails as ReadPacket would: net.ErrClosed once the link or its tunnel is
+// closed (Close ends a blocked wait). Only the reader calls it, before its
+// ReadPacket.
+func (l *packetLink) WaitPacket() (int, error) {
+	if l.rerr != nil {
+		return 0, l.rerr
+	}
+	for {
+		res, err := l.ep.Read(io.Discard, tcpip.ReadOptions{Peek: true})
+		switch err.(type) {
+		case nil:
+			return res.Total, nil
+		case *tcpip.ErrWouldBlock:
+		case *tcpip.ErrClosedForReceive:
+			return 0, net.ErrClosed
+		default:
+			// What gonet's read returns for it; the endpoint forgets it
+			// once read, so it is kept for the next ReadPacket.
+			l.rerr = &net.OpError{Op: "read", Net: "udp", Source: l.c.LocalAddr(), Err: errors.New(err.String())}
+			return 0, l.rerr
+		}
+		select {
+		case <-l.notify:
+		case <-l.closed:
+			return 0, net.ErrClosed
+		}
+	}
+}
+
 // ReadPacket returns the next datagram and the address it came from. A
 // datagram longer than p is truncated, as UDP does. It fails with
 // net.ErrClosed once the link or its tunnel is closed.
 func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
+	if err := l.rerr; err != nil {
+		l.rerr = nil
+		return 0, netx.Addr{}, err
+	}
 	n, from, err := l.c.ReadFrom(p)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -153,8 +224,12 @@ func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
 	return n, netx.Addr{IP: ip.Unmap(), Port: uint16(ua.Port)}, nil
 }
 
-// Close closes the link and unblocks a pending ReadPacket.
+// Close closes the link and unblocks a pending WaitPacket or ReadPacket.
 func (l *packetLink) Close() error {
-	l.closeOnce.Do(func() { l.c.Close() })
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		l.c.Close()
+		l.wq.EventUnregister(&l.entry)
+	})
 	return nil
 }

@@ -1,7 +1,6 @@
 package proxyconn
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -27,29 +26,53 @@ type Framing interface {
 	OpenFrame(frame []byte) (payload []byte, from netx.Addr, ok bool, err error)
 }
 
+// inlineSize is the read buffer a Link holds for good, inside itself: what
+// the reader reads into while nothing is buffered. It takes in one read a
+// frame of any datagram that fits an Ethernet MTU (a DNS answer, a QUIC
+// packet) with the longest address in front of it. A frame that needs more
+// moves, with what was read of it, to a pooled buffer of the link's size,
+// which goes back to the pool once every byte read into it is consumed.
+const inlineSize = 2048
+
+// maxEmptyReads is how many reads in a row may return nothing, and no
+// error, before reading fails with io.ErrNoProgress (as bufio's).
+const maxEmptyReads = 100
+
 // Link is a datagram link over one established stream: every packet, both
 // ways, is a frame of its Framing. WritePacket, ReadPacket and Close may
 // each run on their own goroutine; WaitPacket is called by the reader only,
 // before its ReadPacket.
+//
+// A link holds no buffer of its size while idle: WritePacket seals each
+// packet in a pooled buffer taken for the call, and the reader reads into
+// the link's small inline buffer until a frame needs more (see inlineSize).
+// An idle link, whatever it carried, holds the inline buffer alone.
 type Link struct {
 	conn    net.Conn
 	framing Framing
-	reserve int // what sealing may add to a payload in the staging buffer
+	bufSize int // bounds one frame each way
+	reserve int // what sealing may add to a payload
 
-	stage []byte // writer side: the buffer a packet is sealed in
+	// Reader side. buf is the inline buffer (at most bufSize of it), or
+	// pooled's bufSize bytes while a frame needs them; buf[r:w] is read
+	// and not yet consumed, and r == w only at 0.
+	buf       []byte
+	r, w      int
+	pooled    *[]byte
+	inlineLen int   // the inline buffer's part in use: all of it, or bufSize
+	rerr      error // a read error that came with bytes, returned next
+	bad       error // the error that ended reading; final
 
-	// Reader side.
-	br  *bufio.Reader
-	bad error // the error that ended reading; final
-
-	// The packet WaitPacket opened, still buffered in br, for ReadPacket.
+	// The packet WaitPacket opened, still buffered, for ReadPacket.
 	pending  bool
-	payload  []byte // aliases br's buffer
+	payload  []byte // aliases buf
 	from     netx.Addr
 	frameLen int
 
 	closeOnce sync.Once
 	closeErr  error
+
+	inline [inlineSize]byte
 }
 
 var (
@@ -57,25 +80,34 @@ var (
 	_ netx.PacketWaiter = (*Link)(nil)
 )
 
-// NewLink returns the link over c. bufSize sizes both of its buffers, so it
-// bounds one frame each way; a packet whose payload and reserve (the
-// codec's staging reserve) exceed it is refused with ErrFrameTooLarge.
+// NewLink returns the link over c. bufSize bounds one frame each way: a
+// packet whose payload and reserve (the codec's staging reserve) exceed it
+// is refused with ErrFrameTooLarge, and a frame from the upstream longer
+// than it fails reading with ErrUpstreamFrameTooLarge.
 func NewLink(c net.Conn, f Framing, bufSize, reserve int) *Link {
-	return &Link{
-		conn:    c,
-		framing: f,
-		reserve: reserve,
-		stage:   make([]byte, 0, bufSize),
-		br:      bufio.NewReaderSize(c, bufSize),
+	l := &Link{
+		conn:      c,
+		framing:   f,
+		bufSize:   bufSize,
+		reserve:   reserve,
+		inlineLen: min(inlineSize, bufSize),
 	}
+	l.buf = l.inlineBuf()
+	return l
 }
 
-// WritePacket sends p toward to in one frame and one write.
+// inlineBuf is the part of the inline buffer in use.
+func (l *Link) inlineBuf() []byte { return l.inline[:l.inlineLen] }
+
+// WritePacket sends p toward to in one frame and one write, sealed in a
+// pooled buffer taken for the call.
 func (l *Link) WritePacket(p []byte, to netx.Addr) error {
-	if len(p)+l.reserve > cap(l.stage) {
+	if len(p)+l.reserve > l.bufSize {
 		return ErrFrameTooLarge
 	}
-	b, err := l.framing.AppendFrame(l.stage[:0], p, to)
+	bp := netx.GetBuf(len(p) + l.reserve)
+	defer netx.PutBuf(bp)
+	b, err := l.framing.AppendFrame((*bp)[:0], p, to)
 	if err != nil {
 		return err
 	}
@@ -106,8 +138,8 @@ func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
 	}
 	n := copy(p, l.payload)
 	from := l.from
-	l.br.Discard(l.frameLen)
 	l.pending, l.payload, l.from = false, nil, netx.Addr{}
+	l.consume(l.frameLen)
 	return n, from, nil
 }
 
@@ -118,7 +150,7 @@ func (l *Link) open() error {
 		if l.bad != nil {
 			return l.bad
 		}
-		frame, err := l.peekFrame()
+		frame, err := l.nextFrame()
 		if err != nil {
 			return l.fail(err)
 		}
@@ -127,7 +159,7 @@ func (l *Link) open() error {
 			return l.fail(err)
 		}
 		if !ok {
-			l.br.Discard(len(frame))
+			l.consume(len(frame))
 			continue
 		}
 		l.pending, l.payload, l.from, l.frameLen = true, payload, from, len(frame)
@@ -135,43 +167,105 @@ func (l *Link) open() error {
 	return nil
 }
 
-// peekFrame returns the next whole frame buffered in br, as the framing
-// sizes it; the bytes stay valid until br is read again. A frame that cannot
-// fit the buffer is ErrUpstreamFrameTooLarge; an end of stream before the
+// nextFrame returns the next whole frame, as the framing sizes it, reading
+// until it is buffered; it stays buffered until consumed. A frame longer
+// than bufSize is ErrUpstreamFrameTooLarge; an end of stream before the
 // first byte of a frame is io.EOF, inside one ErrFrameClosed.
-func (l *Link) peekFrame() ([]byte, error) {
-	need := 1
+func (l *Link) nextFrame() ([]byte, error) {
 	for {
-		if n := l.br.Buffered(); n > need {
-			need = n
+		if b := l.buf[l.r:l.w]; len(b) > 0 {
+			n, err := l.framing.FrameLen(b)
+			switch {
+			case err != nil:
+				return nil, err
+			case n <= len(b):
+				return b[:n], nil
+			case n > l.bufSize:
+				return nil, ErrUpstreamFrameTooLarge
+			}
+			l.makeRoom(n)
 		}
-		b, err := l.br.Peek(need)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			return nil, ErrUpstreamFrameTooLarge
-		case err == io.EOF && len(b) == 0:
-			return nil, io.EOF
-		case err == io.EOF:
-			return nil, ErrFrameClosed
-		case err != nil:
+		if err := l.fill(); err != nil {
+			switch {
+			case err == io.EOF && l.r == l.w:
+				return nil, io.EOF
+			case err == io.EOF:
+				return nil, ErrFrameClosed
+			}
 			return nil, err
 		}
-		n, err := l.framing.FrameLen(b)
-		if err != nil {
-			return nil, err
-		}
-		if n <= len(b) {
-			return b[:n], nil
-		}
-		need = n
 	}
 }
 
+// makeRoom makes buf hold a frame of n bytes from r, n at most bufSize:
+// the unread bytes move to a pooled buffer when the inline one is too short,
+// or to the front of the buffer when the frame would run past its end.
+func (l *Link) makeRoom(n int) {
+	if n > len(l.buf) {
+		bp := netx.GetBuf(l.bufSize)
+		big := (*bp)[:l.bufSize]
+		l.w = copy(big, l.buf[l.r:l.w])
+		l.r = 0
+		l.buf, l.pooled = big, bp
+		return
+	}
+	if l.r+n > len(l.buf) {
+		l.w = copy(l.buf, l.buf[l.r:l.w])
+		l.r = 0
+	}
+}
+
+// fill reads once from the stream after the buffered bytes, which leave
+// room. An error that comes with bytes is returned by the next call.
+func (l *Link) fill() error {
+	if err := l.rerr; err != nil {
+		l.rerr = nil
+		return err
+	}
+	for range maxEmptyReads {
+		n, err := l.conn.Read(l.buf[l.w:])
+		l.w += n
+		switch {
+		case n > 0:
+			l.rerr = err
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// consume drops the n bytes at the front of what is buffered. Once nothing
+// is, the pooled buffer goes back and reading goes on in the inline one.
+func (l *Link) consume(n int) {
+	l.r += n
+	if l.r < l.w {
+		return
+	}
+	l.r, l.w = 0, 0
+	l.release()
+}
+
+// release gives the pooled buffer back, when the link holds one; nothing
+// may be buffered in it.
+func (l *Link) release() {
+	if l.pooled == nil {
+		return
+	}
+	netx.PutBuf(l.pooled)
+	l.pooled = nil
+	l.buf = l.inlineBuf()
+}
+
 // fail makes err final unless it is a deadline that passed, after which
-// reading may go on where it stopped.
+// reading may go on where it stopped. A link that reads no more gives its
+// pooled buffer back.
 func (l *Link) fail(err error) error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		l.bad = err
+		l.r, l.w = 0, 0
+		l.release()
 	}
 	return err
 }

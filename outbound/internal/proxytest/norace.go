@@ -1,0 +1,6 @@
+//go:build !race
+
+package proxytest
+
+// RaceEnabled: see race.go.
+const RaceEnabled = false
