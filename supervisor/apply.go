@@ -3,9 +3,9 @@ package supervisor
 import (
 	"fmt"
 
-	"switchyard/health"
 	"net"
 	"runtime/debug"
+	"switchyard/health"
 
 	"switchyard/spec"
 )
