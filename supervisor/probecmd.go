@@ -17,9 +17,12 @@ import (
 	"switchyard/track"
 )
 
-// ErrUnknownTag is Probe's answer to a tag that names no outbound, balancer
-// or group.
-var ErrUnknownTag = errors.New("no outbound, balancer or group has this tag")
+// Probe's answers to a tag that names no outbound, balancer or group, and
+// to one that names a block outbound.
+var (
+	ErrUnknownTag = errors.New("no outbound, balancer or group has this tag")
+	ErrBlockTag   = errors.New("a block outbound has nothing to probe")
+)
 
 // ProbeReport is what one probe cycle found: the probed nodes in
 // configuration order, and the groups asked for in the order asked (every
@@ -232,7 +235,7 @@ func probeSet(st *state, tags []string) (nodes, groups []string, err error) {
 			switch {
 			case isOut:
 				if st.outbounds[tag].spec.Type == "block" {
-					return nil, nil, fmt.Errorf("outbound %q is a block: there is nothing to probe", tag)
+					return nil, nil, fmt.Errorf("%q: %w", tag, ErrBlockTag)
 				}
 				want[tag] = true
 			case isGroup:

@@ -246,8 +246,8 @@ func TestProbeRefusesUnknownAndBlockTags(t *testing.T) {
 	if _, err := Probe(context.Background(), s, []string{"nope"}, nil); !errors.Is(err, ErrUnknownTag) {
 		t.Fatalf("unknown tag: %v", err)
 	}
-	if _, err := Probe(context.Background(), s, []string{"block"}, nil); err == nil {
-		t.Fatal("block: no error")
+	if _, err := Probe(context.Background(), s, []string{"block"}, nil); !errors.Is(err, ErrBlockTag) {
+		t.Fatalf("block: %v", err)
 	}
 }
 
