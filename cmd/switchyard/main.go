@@ -30,6 +30,7 @@ func main() {
 	root.Args = cobra.NoArgs
 	root.Flags().AddFlagSet(run.Flags())
 	root.AddCommand(run, checkCmd(), versionCmd())
+	root.AddCommand(probeCmd())
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
