@@ -5,9 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"switchyard/group"
+	"switchyard/health"
+	"switchyard/health/healthtest"
 	"switchyard/netx"
 	"switchyard/spec"
 	"switchyard/store"
@@ -132,5 +136,56 @@ func TestGroupIdentityFollowsTheName(t *testing.T) {
 	renamed := ids()
 	if renamed["renamed"].ID == before["other"].ID || renamed["pick"] != before["pick"] {
 		t.Fatalf("a renamed group kept the old identity: %v → %v", before, renamed)
+	}
+}
+
+// The connectivity hook hears a group's slots: alive while its leaves are,
+// and a change when the only alive leaf dies.
+func TestTheConnectivityHookHearsAGroupsSlots(t *testing.T) {
+	type slot struct {
+		group string
+		d     health.Domain
+		f     netx.Family
+	}
+	var mu sync.Mutex
+	last := map[slot]bool{}
+	// A fallback group: a selector's TCP slot stays alive while its choice
+	// is one leaf, whose flows still go there (its last resort).
+	s := selectorSpec()
+	s.Groups[0].Policy = "fallback"
+	clock := healthtest.NewClock(time.Now())
+	sv, _ := run(t, s, Options{clock: clock, GroupConnectivity: func(g string, d health.Domain, f netx.Family, alive bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		last[slot{g, d, f}] = alive
+	}})
+	read := func(d health.Domain) (bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := last[slot{"pick", d, netx.V4}]
+		return v, ok
+	}
+	if v, ok := read(health.TCP); !ok || !v {
+		t.Fatalf("pick tcp4 slot %v (published %v), want alive", v, ok)
+	}
+	// Past the new nodes' grace, both leaves fail ten real flows in a row:
+	// the group's TCP slot dies.
+	clock.Advance(health.Grace + time.Second)
+	eng := sv.engine.Load()
+	for _, tag := range []string{"direct", "direct2"} {
+		id := sv.cur.nodeIDs[tag]
+		for range 10 {
+			eng.ReportTraffic(id, health.TCP, netx.V4, false)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v, ok := read(health.TCP); ok && !v {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group's tcp4 slot did not die with its leaves")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

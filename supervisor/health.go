@@ -32,6 +32,7 @@ func (sv *Supervisor) newEngine(h spec.Health) *health.Engine {
 		}
 	}
 	return health.New(health.Options{
+		Clock:          sv.opts.clock,
 		TCPCheckURLs:   h.TCPCheckURLs,
 		TCPCheckMethod: h.TCPCheckMethod,
 		UDPCheckDNS:    dns,

@@ -32,6 +32,15 @@ type Options struct {
 	// Gate is the process-wide dial admission gate every generation shares;
 	// nil is netx.ProcessGate().
 	Gate *netx.Gate
+	// GroupConnectivity, when set, hears every change of a group's
+	// connectivity: for each health domain and address family, whether
+	// any leaf the group can reach is alive there (a group with a single
+	// leaf and no final reads alive on TCP, since its flows still go
+	// there). A reload first reports every group of the old or new layout
+	// alive, then the new layout exactly. It is called without any lock
+	// held and must not block for long; it is the hook a datapath that
+	// admits traffic by group (a TUN or eBPF front end) publishes from.
+	GroupConnectivity func(group string, d health.Domain, f netx.Family, alive bool)
 	// Store keeps what survives a restart: selector choices and the last
 	// real delay of each node. nil keeps nothing. The caller opens it and
 	// closes it after Close.
@@ -43,6 +52,9 @@ type Options struct {
 	// closed; it must not block. A flow whose setup failed after its dial
 	// (before any relay) reports nothing.
 	FlowEnded func(track.Meta, relay.End)
+
+	// clock, in tests, is the health engine's clock.
+	clock health.Clock
 
 	// wrap, in tests, wraps each outbound the supervisor builds.
 	wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound

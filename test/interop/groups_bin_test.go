@@ -2,6 +2,7 @@ package interop
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/store"
 	"switchyard/test/socksclient"
 )
 
@@ -198,6 +200,60 @@ final = "auto"
 	for i := range 10 {
 		if got, err := servedBy(t, proxy, echo, ps); err != nil || got != other {
 			t.Fatalf("flow %d after %s came back: via %q (%v), want %s kept", i, pick, got, err, other)
+		}
+	}
+}
+
+// A selector choice kept in the state file is in force when the binary
+// starts: flows go to the chosen member, not the first.
+func TestTheBinaryStartsWithThePersistedSelectorChoice(t *testing.T) {
+	portA, portB, portIn := freePort(t), freePort(t), freePort(t)
+	ps := map[string]*peerProc{
+		"a": startKillablePeer(t, "xray", xraySocks(portA), portA),
+		"b": startKillablePeer(t, "xray", xraySocks(portB), portB),
+	}
+	statePath := filepath.Join(t.TempDir(), "state.db")
+	st := store.Open(statePath, slog.New(slog.DiscardHandler))
+	st.SetSelectorChoice("pick", "tcp", "b")
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runBinary(t, fmt.Sprintf(`
+[state]
+path = %q
+
+[health]
+tcp_check_url = [%q]
+udp_check_dns = []
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[outbounds]]
+tag = "b"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[groups]]
+tag = "pick"
+policy = "selector"
+members = ["a", "b"]
+
+[route]
+final = "pick"
+`, statePath, probeServer(t), portIn, portA, portB), portIn)
+	proxy := fmt.Sprintf("127.0.0.1:%d", portIn)
+	echo := tcpEcho(t)
+	for range 3 {
+		if got, err := servedBy(t, proxy, echo, ps); err != nil || got != "b" {
+			t.Fatalf("via %q (%v), want the persisted choice b", got, err)
 		}
 	}
 }
