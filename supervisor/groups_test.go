@@ -23,6 +23,8 @@ func selectorSpec() *spec.Spec {
 	s := baseSpec()
 	s.Groups = []spec.Group{{Tag: "pick", Policy: "selector", Members: []string{"direct2", "direct"}, Interrupt: true}}
 	s.Route.Final = "pick"
+	// Probes stay on loopback (the discard port refuses them at once).
+	s.Health = spec.Health{TCPCheckURLs: []string{"http://127.0.0.1:9/generate_204"}, CheckInterval: time.Hour, CheckTimeout: time.Second}
 	return s
 }
 
