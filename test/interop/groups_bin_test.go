@@ -130,43 +130,14 @@ func TestTheBinaryLeavesAKilledNodeAndDoesNotFlapBack(t *testing.T) {
 		"a": startKillablePeer(t, "xray", xraySocks(portA), portA),
 		"b": startKillablePeer(t, "xray", xraySocks(portB), portB),
 	}
-	runBinary(t, fmt.Sprintf(`
+	runBinary(t, `
 [log]
 level = "debug"
 
 [state]
 path = ""
-
-[health]
-tcp_check_url = [%q]
-udp_check_dns = []
-check_interval = "2s"
-check_timeout = "1s"
-
-[[inbounds]]
-tag = "socks-in"
-type = "socks"
-listen = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "a"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "b"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[groups]]
-tag = "auto"
-policy = "urltest"
-members = ["a", "b"]
-tolerance = "500ms"
-
-[route]
-final = "auto"
-`, probeServer(t), portIn, portA, portB), portIn)
+`+twoNodes(fmt.Sprintf("127.0.0.1:%d", portIn), probeServer(t), "check_interval = \"2s\"\ncheck_timeout = \"1s\"", portA, portB,
+		"auto", "urltest", `tolerance = "500ms"`), portIn)
 	proxy := fmt.Sprintf("127.0.0.1:%d", portIn)
 	echo := tcpEcho(t)
 	time.Sleep(3 * time.Second) // a probe cycle measures both
@@ -218,37 +189,8 @@ func TestTheBinaryStartsWithThePersistedSelectorChoice(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	runBinary(t, fmt.Sprintf(`
-[state]
-path = %q
-
-[health]
-tcp_check_url = [%q]
-udp_check_dns = []
-
-[[inbounds]]
-tag = "socks-in"
-type = "socks"
-listen = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "a"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "b"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[groups]]
-tag = "pick"
-policy = "selector"
-members = ["a", "b"]
-
-[route]
-final = "pick"
-`, statePath, probeServer(t), portIn, portA, portB), portIn)
+	runBinary(t, fmt.Sprintf("[state]\npath = %q\n", statePath)+
+		twoNodes(fmt.Sprintf("127.0.0.1:%d", portIn), probeServer(t), "", portA, portB, "pick", "selector", ""), portIn)
 	proxy := fmt.Sprintf("127.0.0.1:%d", portIn)
 	echo := tcpEcho(t)
 	for range 3 {

@@ -127,6 +127,43 @@ func runConfig(t *testing.T, cfg string) (*supervisor.Supervisor, string) {
 	return sv, sv.Addr("socks-in").String()
 }
 
+// twoNodes is a configuration whose SOCKS5 inbound (on listen) routes
+// everything to the group tag of policy over socks outbounds "a" and "b"
+// (Xray servers on portA and portB), probed with probeURL and no UDP
+// probing. health goes into the [health] table, more into the group's.
+func twoNodes(listen, probeURL, health string, portA, portB int, tag, policy, more string) string {
+	return fmt.Sprintf(`
+[health]
+tcp_check_url = [%q]
+udp_check_dns = []
+%s
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = %q
+
+[[outbounds]]
+tag = "a"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[outbounds]]
+tag = "b"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[groups]]
+tag = %q
+policy = %q
+members = ["a", "b"]
+%s
+
+[route]
+final = %q
+`, probeURL, health, listen, portA, portB, tag, policy, more, tag)
+}
+
 func xraySocks(port int) string { return proxyInbound("xray", "socks", port, false) }
 
 // waitMeasured waits until every candidate of the group has a TCP average.
@@ -180,36 +217,8 @@ func TestURLTestLeavesAKilledNodeAndDoesNotFlapBack(t *testing.T) {
 	peerA := startKillablePeer(t, "xray", xraySocks(portA), portA)
 	peerB := startKillablePeer(t, "xray", xraySocks(portB), portB)
 	peersByTag := map[string]*peerProc{"a": peerA, "b": peerB}
-	sv, proxy := runConfig(t, fmt.Sprintf(`
-[health]
-tcp_check_url = [%q]
-udp_check_dns = []
-check_interval = "30s"
-
-[[inbounds]]
-tag = "socks-in"
-type = "socks"
-listen = "127.0.0.1:0"
-
-[[outbounds]]
-tag = "a"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "b"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[groups]]
-tag = "auto"
-policy = "urltest"
-members = ["a", "b"]
-tolerance = "200ms"
-
-[route]
-final = "auto"
-`, probeServer(t), portA, portB))
+	sv, proxy := runConfig(t, twoNodes("127.0.0.1:0", probeServer(t), `check_interval = "30s"`, portA, portB,
+		"auto", "urltest", `tolerance = "200ms"`))
 	echo := tcpEcho(t)
 	e := waitMeasured(t, sv, "auto")
 	pick := e.Leaf
@@ -338,34 +347,7 @@ func TestASelectorSwitchInterruptsTheOldChoicesFlows(t *testing.T) {
 	portA, portB := freePort(t), freePort(t)
 	startPeer(t, "xray", xraySocks(portA), portA)
 	startPeer(t, "xray", xraySocks(portB), portB)
-	sv, proxy := runConfig(t, fmt.Sprintf(`
-[health]
-tcp_check_url = [%q]
-udp_check_dns = []
-
-[[inbounds]]
-tag = "socks-in"
-type = "socks"
-listen = "127.0.0.1:0"
-
-[[outbounds]]
-tag = "a"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[outbounds]]
-tag = "b"
-type = "socks"
-server = "127.0.0.1:%d"
-
-[[groups]]
-tag = "pick"
-policy = "selector"
-members = ["a", "b"]
-
-[route]
-final = "pick"
-`, probeServer(t), portA, portB))
+	sv, proxy := runConfig(t, twoNodes("127.0.0.1:0", probeServer(t), "", portA, portB, "pick", "selector", ""))
 	echo := tcpEcho(t)
 	var conns []net.Conn
 	for range 3 {

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"log/slog"
 	mrand "math/rand/v2"
 	"net"
 	"os"
@@ -20,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"switchyard/config"
-	"switchyard/supervisor"
 	"switchyard/test/socksclient"
 )
 
@@ -170,30 +167,8 @@ listen = "127.0.0.1:0"
 [route]
 final = %q
 `, outbounds, final)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "switchyard.toml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := config.Load(path)
-	if err != nil {
-		t.Fatalf("config:\n%s\n%v", cfg, err)
-	}
-	logs := &logBuf{}
-	sv, err := supervisor.New(s, supervisor.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sv.Close()
-		if t.Failed() {
-			t.Logf("switchyard logs:\n%s", logs)
-		}
-	})
-	return sv.Addr("socks-in").String()
+	_, addr := runConfig(t, cfg)
+	return addr
 }
 
 // tcpEcho is a loopback TCP echo server.
