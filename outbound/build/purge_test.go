@@ -22,7 +22,9 @@ func (p *purging) ServerFamily() (netx.Family, bool) { return netx.V6, true }
 
 type probing struct{ *purging }
 
-func (probing) ProbeTarget() netx.Addr { return netx.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 1} }
+func (probing) ProbeTarget() netx.Addr {
+	return netx.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 1}
+}
 
 type familyReporter interface {
 	ServerFamily() (netx.Family, bool)
