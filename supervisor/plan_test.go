@@ -456,6 +456,7 @@ func TestATagThatChangesKind(t *testing.T) {
 		t.Fatalf("top, which reaches the tag, at v%d", v["top"])
 	}
 }
+
 // What an outbound carries survives the wrappers the supervisor's test hook
 // puts around it: a member made probeable, or closable, still says whether
 // it carries UDP.
