@@ -246,6 +246,14 @@ func (p probed) ProbeTarget() netx.Addr { return p.at }
 // CarriesUDP is the wrapped outbound's (outbound.Networks).
 func (p probed) CarriesUDP() bool { return outbound.CarriesUDP(p.Outbound) }
 
+// Purge passes on to the wrapped outbound when it keeps connections for
+// reuse (outbound.Purger).
+func (p probed) Purge() {
+	if pg, ok := p.Outbound.(outbound.Purger); ok {
+		pg.Purge()
+	}
+}
+
 func balancerSpec() *spec.Spec {
 	s := planSpec()
 	s.Outbounds = append(s.Outbounds, spec.Outbound{Tag: "m1", Type: "direct", AddressFamily: "auto", UDP: true}, spec.Outbound{Tag: "m2", Type: "direct", AddressFamily: "auto", UDP: true})

@@ -51,6 +51,14 @@ func (c *closable) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 // CarriesUDP is the wrapped outbound's (outbound.Networks).
 func (c *closable) CarriesUDP() bool { return outbound.CarriesUDP(c.inner) }
 
+// Purge passes on to the wrapped outbound when it keeps connections for
+// reuse (outbound.Purger).
+func (c *closable) Purge() {
+	if p, ok := c.inner.(outbound.Purger); ok {
+		p.Purge()
+	}
+}
+
 func (c *closable) Close() error {
 	c.closed.Store(true)
 	return nil

@@ -169,6 +169,20 @@ func (p *grpcPool) connect(ctx context.Context) (*h2Conn, error) {
 	return c, nil
 }
 
+// purge lets the shared connection go: the next dial connects afresh,
+// while the streams open on it carry on, and it closes once the last of
+// them ends (at once when none is open). A connect in flight is kept: it
+// is a new connection already.
+func (p *grpcPool) purge() {
+	p.mu.Lock()
+	c := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if c != nil {
+		c.unpool()
+	}
+}
+
 // close ends the shared connection and refuses later dials.
 func (p *grpcPool) close() {
 	p.mu.Lock()

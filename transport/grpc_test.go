@@ -27,6 +27,7 @@ import (
 type grpcServer struct {
 	addr    netip.AddrPort
 	accepts atomic.Int32
+	ended   atomic.Int32 // connections whose HTTP/2 serving ended
 	mu      sync.Mutex
 	conns   []net.Conn
 	reqs    []*http.Request
@@ -43,6 +44,7 @@ func newGRPCServer(t *testing.T, p *pki, protos []string, h func(w http.Response
 		s.mu.Lock()
 		s.conns = append(s.conns, c)
 		s.mu.Unlock()
+		defer s.ended.Add(1)
 		tc := tls.Server(c, cfg)
 		if tc.Handshake() != nil {
 			return

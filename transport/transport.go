@@ -164,6 +164,16 @@ func (d *Dialer) Close() error {
 	return nil
 }
 
+// Purge lets go of what the dialer keeps between dials (the shared HTTP/2
+// connection of gRPC), so that the next Dial connects afresh. Streams open
+// on it are not cut: it closes once the last of them ends. Dial still works
+// after Purge; without gRPC, Purge does nothing.
+func (d *Dialer) Purge() {
+	if d.grpc != nil {
+		d.grpc.purge()
+	}
+}
+
 // connect resolves the server with the server resolver under the address
 // family, connects to the first address that answers, sets the keepalive
 // schedule and completes the TLS handshake when TLS is configured.

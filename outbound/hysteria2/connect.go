@@ -29,10 +29,14 @@ type conn struct {
 	sentinel    client.HyUDPConn
 	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
 
-	// dead is set once the connection is found ended; upAt and diedAt are
-	// guarded by the slot's mu.
+	server netip.AddrPort // the address of the server it runs to
+
+	// dead is set once the connection is found ended; upAt, diedAt, flows
+	// and draining are guarded by the slot's mu.
 	dead         atomic.Bool
 	upAt, diedAt time.Time
+	flows        int  // the holds flows have on it (slot.acquire)
+	draining     bool // purged: it closes once flows is 0
 
 	closeOnce sync.Once
 }
@@ -45,6 +49,14 @@ func (c *conn) close() {
 		}
 		c.client.Close()
 	})
+}
+
+// family is the address family of the server address c runs to.
+func (c *conn) family() (netx.Family, bool) {
+	if !c.server.IsValid() {
+		return netx.V4, false
+	}
+	return netx.FamilyOf(c.server.Addr().Unmap()), true
 }
 
 // connect brings a connection up: the CA bundle is read, the server
@@ -118,7 +130,7 @@ func (o *Outbound) connectTo(ctx context.Context, to netip.AddrPort, tlsConfig c
 		pc.Close()
 		return nil, err
 	}
-	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx}
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to}
 	if info.UDPEnabled {
 		if s, err := cl.UDP(); err == nil {
 			c.sentinel = s

@@ -2,7 +2,10 @@
 // QUIC connection per outbound version in a slot every flow shares, brought
 // up by the first flow and brought back after it dies; a TCP flow is a
 // stream on it, a UDP flow a session over its QUIC datagrams in which every
-// packet names its own peer. The protocol itself is the protocol authors'
+// packet names its own peer. When health finds the node dead, Purge lets
+// the connection go: the next flow brings a new one up, while the flows
+// open on the old one carry on until they end, and the old one then
+// closes. The protocol itself is the protocol authors'
 // client (core/v2) and Salamander (extras/v2); this package owns the slot,
 // resolution, the socket policy, errors, logs and the datagram links.
 package hysteria2
@@ -54,6 +57,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Networks = (*Outbound)(nil)
+	_ outbound.Purger   = (*Outbound)(nil)
 )
 
 // New builds a Hysteria 2 outbound from a validated spec. It opens nothing
@@ -142,29 +146,32 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	if err := o.streams.take(ctx); err != nil {
 		return nil, err
 	}
-	s, err := o.dialStream(ctx, f)
+	s, c, err := o.dialStream(ctx, f)
 	if err != nil {
 		o.streams.give()
 		return nil, err
 	}
-	return o.streams.hold(s), nil
+	return &stream{Conn: s, out: o, conn: c}, nil
 }
 
-func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+// dialStream opens the stream; it returns it with the hold it has on its
+// connection.
+func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *conn, error) {
 	for try := 0; ; try++ {
 		c, err := o.slot.acquire(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s, err := c.client.TCP(f.Dst.String())
 		if err != nil {
+			o.slot.release(c)
 			if connectionGone(err) {
 				o.slot.lost(c)
 				if try == 0 {
 					continue
 				}
 			}
-			return nil, fmt.Errorf("hysteria2: opening a stream to %s: %w", f.Dst, err)
+			return nil, nil, fmt.Errorf("hysteria2: opening a stream to %s: %w", f.Dst, err)
 		}
 		// With the request written, the first read takes the server's answer.
 		netx.Mark(ctx, netx.PhaseHandshake)
@@ -174,12 +181,13 @@ func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 		})
 		if err != nil {
 			s.Close()
+			o.slot.release(c)
 			if connectionGone(err) {
 				o.slot.lost(c)
 			}
-			return nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
+			return nil, nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
 		}
-		return s, nil
+		return s, c, nil
 	}
 }
 
@@ -201,15 +209,18 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 			return nil, err
 		}
 		if !c.udp {
+			o.slot.release(c)
 			o.refuseUDP(errNoRelay)
 			return nil, errNoRelay
 		}
 		if c.noDatagrams.Load() {
+			o.slot.release(c)
 			o.refuseUDP(errNoDatagrams)
 			return nil, errNoDatagrams
 		}
 		u, err := c.client.UDP()
 		if err != nil {
+			o.slot.release(c)
 			if connectionGone(err) {
 				o.slot.lost(c)
 				if try == 0 {
@@ -220,6 +231,22 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 		}
 		return newPacketLink(u, c, o), nil
 	}
+}
+
+// Purge lets the QUIC connection go, so that the next flow brings a new
+// one up (outbound.Purger). The streams and UDP sessions open on it are not
+// cut: it closes once the last of them ends, at once when none is open.
+// Purge is no connect failure: it leaves the backoff as it is.
+func (o *Outbound) Purge() { o.slot.purge() }
+
+// ServerFamily is the address family of the server address the current
+// QUIC connection runs to; ok is false while there is none. A stream's
+// RemoteAddr tells it too; a UDP session reports its own connection's.
+func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
+	if c := o.slot.current(); c != nil {
+		return c.family()
+	}
+	return netx.V4, false
 }
 
 // refuseUDP logs why UDP goes nowhere, once per outbound version.

@@ -122,14 +122,20 @@ func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 }
 
 // Close ends the session; a pending WaitPacket or ReadPacket returns
-// net.ErrClosed. The
-// connection stays up for the other flows.
+// net.ErrClosed. The connection stays up for the other flows; a purged one
+// closes once this was its last.
 func (l *packetLink) Close() error {
 	if l.closed.CompareAndSwap(false, true) {
-		return l.udp.Close()
+		err := l.udp.Close()
+		l.out.slot.release(l.conn)
+		return err
 	}
 	return nil
 }
+
+// ServerFamily is the address family of the server address the session's
+// connection runs to.
+func (l *packetLink) ServerFamily() (netx.Family, bool) { return l.conn.family() }
 
 // noDatagramSupport reports the refusal quic-go gives a datagram sent on a
 // connection whose peer did not advertise QUIC datagrams. quic-go has no

@@ -55,10 +55,14 @@ type attempt struct {
 }
 
 // slot holds the outbound's one connection: idle (none yet, or the last one
-// failed or died), connecting (one attempt in flight, shared by every dial),
-// or ready. A connect attempt runs on a goroutine of the slot's own and
-// completes even when every dial waiting on it gave up; it ends early only
-// when the slot is closed.
+// failed, died or was purged), connecting (one attempt in flight, shared by
+// every dial), or ready. A connect attempt runs on a goroutine of the
+// slot's own and completes even when every dial waiting on it gave up; it
+// ends early only when the slot is closed.
+//
+// Every flow holds its connection from acquire until release: a purged
+// connection drains, carrying its flows until the last one is released,
+// and then closes.
 type slot struct {
 	connect func(ctx context.Context) (*conn, error)
 	clock   clock
@@ -74,6 +78,9 @@ type slot struct {
 	failures int      // consecutive failed attempts and short-lived connections
 	retryAt  time.Time
 	closed   bool
+	// draining are the purged connections that still carry flows; close
+	// ends them too.
+	draining map[*conn]struct{}
 }
 
 func newSlot(connect func(context.Context) (*conn, error), clk clock, log *slog.Logger) *slot {
@@ -81,9 +88,10 @@ func newSlot(connect func(context.Context) (*conn, error), clk clock, log *slog.
 	return &slot{connect: connect, clock: clk, log: log, ctx: ctx, cancel: cancel}
 }
 
-// acquire returns the live connection, bringing one up when there is none.
-// During the backoff after a failure it fails at once. Cancelling ctx ends
-// the wait, not the attempt.
+// acquire returns the live connection, bringing one up when there is none,
+// with a hold on it for one flow: the caller releases it when the flow ends
+// (or was never opened). During the backoff after a failure it fails at
+// once. Cancelling ctx ends the wait, not the attempt.
 //
 // The dial that starts an attempt takes its admission permit first (a new
 // connection is a physical connect and a handshake); dials that join an
@@ -98,6 +106,7 @@ func (s *slot) acquire(ctx context.Context) (*conn, error) {
 		}
 		if s.state == ready {
 			c := s.conn
+			c.flows++
 			s.mu.Unlock()
 			return c, nil
 		}
@@ -124,10 +133,74 @@ func (s *slot) acquire(ctx context.Context) (*conn, error) {
 	netx.Mark(ctx, netx.PhaseQUIC)
 	select {
 	case <-a.done:
-		return a.conn, a.err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	s.mu.Lock()
+	if s.state == ready && s.conn == a.conn {
+		a.conn.flows++
+		s.mu.Unlock()
+		return a.conn, nil
+	}
+	s.mu.Unlock()
+	// The new connection was purged or lost before this dial took it: the
+	// next one is brought up as for any dial.
+	return s.acquire(ctx)
+}
+
+// release gives back a hold acquire took on c. The last flow out of a
+// purged connection closes it.
+func (s *slot) release(c *conn) {
+	s.mu.Lock()
+	c.flows--
+	last := c.flows == 0 && c.draining
+	if last {
+		delete(s.draining, c)
+	}
+	s.mu.Unlock()
+	if last {
+		c.close()
+	}
+}
+
+// purge lets the connection go: the next dial brings a new one up, at once
+// (a purge is no failure: the backoff is untouched). The old connection
+// keeps carrying the flows open on it and closes once the last of them
+// ends, at once when none is open. An attempt in flight is kept: the
+// connection it brings up is a new one already.
+func (s *slot) purge() {
+	s.mu.Lock()
+	c := s.conn
+	if s.state != ready || c == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.conn = idle, nil
+	c.draining = true
+	idle := c.flows == 0
+	if !idle {
+		if s.draining == nil {
+			s.draining = make(map[*conn]struct{})
+		}
+		s.draining[c] = struct{}{}
+	}
+	s.mu.Unlock()
+	if idle {
+		c.close()
+	}
+}
+
+// current is the ready connection, nil when there is none.
+func (s *slot) current() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != ready {
+		return nil
+	}
+	return s.conn
 }
 
 // start launches a connect attempt. s.mu is held.
@@ -206,6 +279,7 @@ func (s *slot) lost(c *conn) {
 	if c.dead.CompareAndSwap(false, true) {
 		c.diedAt = now
 	}
+	delete(s.draining, c)
 	if s.state == ready && s.conn == c {
 		s.state, s.conn = idle, nil
 		if !s.closed {
@@ -224,8 +298,9 @@ func (s *slot) lost(c *conn) {
 }
 
 // close ends the slot: a connect in flight is abandoned (its socket is
-// closed), the connection is closed with every flow on it, and close waits
-// for the slot's goroutines. Later dials fail.
+// closed), the connection and every purged one still draining are closed
+// with every flow on them, and close waits for the slot's goroutines. Later
+// dials fail.
 func (s *slot) close() {
 	s.mu.Lock()
 	if s.closed {
@@ -235,10 +310,15 @@ func (s *slot) close() {
 	s.closed = true
 	c := s.conn
 	s.state, s.conn = idle, nil
+	draining := s.draining
+	s.draining = nil
 	s.mu.Unlock()
 	s.cancel()
 	if c != nil {
 		c.close()
+	}
+	for d := range draining {
+		d.close()
 	}
 	s.wg.Wait()
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
+	"sync/atomic"
 )
 
 // streamCap bounds the TCP streams open at once on the outbound's QUIC
@@ -41,23 +41,21 @@ func (c streamCap) give() {
 	}
 }
 
-// hold ties a place to s: closing s frees it, once.
-func (c streamCap) hold(s net.Conn) net.Conn {
-	if c == nil {
-		return s
-	}
-	return &cappedStream{Conn: s, give: c.give}
-}
-
-// cappedStream is a stream holding a place in a streamCap.
-type cappedStream struct {
+// stream is a TCP flow on the connection. It holds a place in the
+// outbound's streamCap and a hold on its connection (slot.acquire); closing
+// it gives both back, once.
+type stream struct {
 	net.Conn
-	once sync.Once
-	give func()
+	out    *Outbound
+	conn   *conn
+	closed atomic.Bool
 }
 
-func (s *cappedStream) Close() error {
+func (s *stream) Close() error {
 	err := s.Conn.Close()
-	s.once.Do(s.give)
+	if s.closed.CompareAndSwap(false, true) {
+		s.out.streams.give()
+		s.out.slot.release(s.conn)
+	}
 	return err
 }

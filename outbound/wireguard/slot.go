@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
+
+	"golang.zx2c4.com/wireguard/device"
 )
 
 // The rebuild schedule of a tunnel.
@@ -20,6 +23,11 @@ const (
 	// minHealthyLifetime: a tunnel that dies sooner counts as a failed
 	// start; one that ran longer resets the count and is rebuilt at once.
 	minHealthyLifetime = 10 * time.Second
+	// silenceLimit: a purged tunnel whose peer has answered no handshake
+	// for this long is closed and rebuilt. It is WireGuard's
+	// Reject-After-Time: past it no session key of the tunnel is valid, so
+	// nothing can pass through it either way.
+	silenceLimit = device.RejectAfterTime
 )
 
 var (
@@ -44,6 +52,13 @@ type slot struct {
 	failures int       // consecutive failed starts and short-lived tunnels
 	retryAt  time.Time // no start before this
 	closed   bool
+	// suspect is the tunnel a purge found with a live session, purgedAt
+	// when (wall clock): it is rebuilt once its peer has been silent for
+	// silence, unless the peer answers a handshake after purgedAt first.
+	suspect  *tunnel
+	purgedAt time.Time
+	// silence is silenceLimit; tests shorten it.
+	silence time.Duration
 }
 
 // backoff is the wait after n consecutive failures (n >= 1): the base
@@ -66,11 +81,18 @@ func (s *slot) acquire(ctx context.Context) (*tunnel, error) {
 		}
 		var dead *tunnel
 		if t := s.tun; t != nil {
+			if t.alive() && t == s.suspect {
+				s.mu.Unlock()
+				if s.recheck(t) {
+					return t, nil
+				}
+				continue
+			}
 			if t.alive() {
 				s.mu.Unlock()
 				return t, nil
 			}
-			dead, s.tun = t, nil
+			dead, s.tun, s.suspect = t, nil, nil
 			s.buried(t)
 		}
 		if wait := s.starting; wait != nil {
@@ -121,6 +143,85 @@ func (s *slot) acquire(ctx context.Context) (*tunnel, error) {
 	}
 }
 
+// purge acts on health's finding the node dead. A peer that answers no
+// handshake any more leaves the tunnel's flows carrying nothing: such a
+// tunnel is closed now with its flows, and the next dial starts a new one
+// (the endpoint resolved again, a new socket). A peer that answered within
+// silenceLimit still holds a session with the tunnel: its flows may work,
+// so it is kept, under suspicion: a dial that finds the peer silent for
+// silenceLimit since rebuilds it, and an answer after the purge clears it.
+// A purge counts as no failure and leaves the backoff as it is.
+func (s *slot) purge() {
+	s.mu.Lock()
+	t := s.tun
+	s.mu.Unlock()
+	if t == nil || !t.alive() {
+		return // none, or a dead one the next dial replaces
+	}
+	now := time.Now()
+	silent := t.silentFor(now)
+	s.mu.Lock()
+	if s.tun != t || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if silent < s.silenceLimit() {
+		s.suspect, s.purgedAt = t, now
+		s.mu.Unlock()
+		s.log.Debug(fmt.Sprintf("wireguard: the peer answered a handshake %v ago; the tunnel is kept", silent.Round(time.Second)))
+		return
+	}
+	s.drop(t, silent)
+}
+
+// recheck looks again at the suspect tunnel t as a dial is about to use it:
+// an answer since the purge clears it, a silence of silenceLimit closes
+// it. It reports whether the dial may take t. No lock is held.
+func (s *slot) recheck(t *tunnel) bool {
+	last := t.lastHandshake()
+	silent := time.Since(later(last, t.up))
+	s.mu.Lock()
+	switch {
+	case s.tun != t:
+		s.mu.Unlock()
+		return false
+	case s.suspect != t:
+	case last.After(s.purgedAt):
+		s.suspect = nil
+	case silent >= s.silenceLimit():
+		s.drop(t, silent)
+		return false
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// drop closes the tunnel t, whose peer has been silent for silent, with its
+// flows; the next dial starts another. s.mu is held, and drop unlocks it.
+func (s *slot) drop(t *tunnel, silent time.Duration) {
+	s.tun, s.suspect = nil, nil
+	s.mu.Unlock()
+	s.log.Info(fmt.Sprintf("wireguard: the peer answered no handshake for %v; tunnel closed, the next flow starts a new one", silent.Round(time.Second)))
+	t.Close()
+}
+
+func (s *slot) silenceLimit() time.Duration {
+	if s.silence > 0 {
+		return s.silence
+	}
+	return silenceLimit
+}
+
+// endpoint is the peer address of the current tunnel, if there is one.
+func (s *slot) endpoint() (netip.AddrPort, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tun == nil {
+		return netip.AddrPort{}, false
+	}
+	return s.tun.bind.endpoint, true
+}
+
 // buried records a dead tunnel: one that lived shorter than
 // minHealthyLifetime is a failure and delays the next start, one that lived
 // longer clears the count. s.mu is held.
@@ -154,7 +255,7 @@ func (s *slot) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	t := s.tun
-	s.tun = nil
+	s.tun, s.suspect = nil, nil
 	s.mu.Unlock()
 	closeTunnel(t)
 	return nil

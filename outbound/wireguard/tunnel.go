@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +32,9 @@ type tunnel struct {
 	stack   *stackDevice
 	bind    *bind
 	started time.Time
+	// up is when it started by the wall clock, the device's own clock for
+	// its handshakes.
+	up time.Time
 
 	nextPort atomic.Uint32 // the next local port a UDP link tries
 
@@ -78,6 +83,7 @@ func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen
 		stack:   st,
 		bind:    b,
 		started: now(),
+		up:      time.Now(),
 		dead:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -113,6 +119,45 @@ func (t *tunnel) alive() bool {
 func (t *tunnel) lifetime() time.Duration {
 	<-t.dead
 	return t.diedAt.Sub(t.started)
+}
+
+// lastHandshake is when the peer last completed a handshake with the
+// device, by the wall clock; zero when it never did.
+func (t *tunnel) lastHandshake() time.Time { return lastHandshake(t.dev) }
+
+// lastHandshake is when d's peer last completed a handshake, read from its
+// state; zero when it never did.
+func lastHandshake(d *device.Device) time.Time {
+	state, err := d.IpcGet()
+	if err != nil {
+		return time.Time{}
+	}
+	var sec, nsec int64
+	for line := range strings.Lines(state) {
+		line = strings.TrimSuffix(line, "\n")
+		if v, ok := strings.CutPrefix(line, "last_handshake_time_sec="); ok {
+			sec, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "last_handshake_time_nsec="); ok {
+			nsec, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if sec == 0 && nsec == 0 {
+		return time.Time{}
+	}
+	return time.Unix(sec, nsec)
+}
+
+// silentFor is how long the peer has answered no handshake at now: since
+// its last one, or since the tunnel started when it never answered.
+func (t *tunnel) silentFor(now time.Time) time.Duration {
+	return now.Sub(later(t.lastHandshake(), t.up))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Close stops the device and waits for its driver.

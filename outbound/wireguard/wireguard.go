@@ -5,6 +5,31 @@
 // its flows and timers still emit packets. TCP flows are connections of
 // that stack; UDP flows are its datagram endpoints, each packet going to
 // its own address inside the tunnel.
+//
+// # Purge
+//
+// When health finds the node dead, Purge either closes the tunnel, cutting
+// the flows inside it, or keeps it whole; it never keeps an old tunnel
+// beside a new one. A WireGuard peer keeps one endpoint and one session per
+// key: a second device with the same key takes both over at its first
+// handshake, so the old tunnel's flows stop working anyway, and while both
+// run they steal them back and forth (every authenticated packet moves the
+// peer's endpoint, every rekey replaces the other's session). Which of the
+// two follows from the tunnel's own evidence, the peer's handshakes:
+//
+//   - The peer answered no handshake within Reject-After-Time (180 s,
+//     counted from the tunnel's start when it never answered): no session
+//     key of the tunnel is valid, so its flows carry nothing. The tunnel
+//     is closed at once, and with it they stop holding memory, stack
+//     endpoints and the socket; the next dial starts a new tunnel, with the
+//     endpoint resolved again and a new socket.
+//   - The peer answered more recently: the tunnel holds a live session and
+//     its flows may be working, the death being a false positive for the
+//     tunnel (a probe target or the peer's onward path failing), which a
+//     new tunnel would not mend. Nothing is cut. The tunnel stays under
+//     suspicion: a dial that finds the peer silent for Reject-After-Time
+//     closes and rebuilds it as above, and a handshake answered after the
+//     purge clears it.
 package wireguard
 
 import (
@@ -34,6 +59,7 @@ type Outbound struct {
 var (
 	_ outbound.Outbound = (*Outbound)(nil)
 	_ outbound.Networks = (*Outbound)(nil)
+	_ outbound.Purger   = (*Outbound)(nil)
 )
 
 // New builds the outbound: it decodes the keys and the configuration, and
@@ -120,6 +146,23 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 // CarriesUDP reports true: each datagram goes to its own peer inside the
 // tunnel (outbound.Networks).
 func (o *Outbound) CarriesUDP() bool { return true }
+
+// Purge acts on health's finding the node dead (outbound.Purger): a tunnel
+// whose peer answers no handshake is closed, its flows with it, and the
+// next dial starts a new one; a tunnel whose peer still answers is kept
+// (see the package documentation).
+func (o *Outbound) Purge() { o.slot.purge() }
+
+// ServerFamily is the address family of the endpoint the current tunnel
+// sends to; ok is false while there is no tunnel. A stream's RemoteAddr
+// names its destination inside the tunnel, not the endpoint.
+func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
+	ep, ok := o.slot.endpoint()
+	if !ok {
+		return netx.V4, false
+	}
+	return netx.FamilyOf(ep.Addr()), true
+}
 
 // Close stops the tunnel and ends every flow that rides it; later dials
 // fail. It is idempotent.
