@@ -66,7 +66,7 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Session:     f.Session,
 		Chain:       chain,
 	}
-	fam := familyOf(conn)
+	fam := familyOf(leaf.Outbound(), conn)
 	return c.tracker.Conn(meta, conn, track.OnEnd(func(e relay.End) {
 		c.health.ended(leaf, fam, e)
 		if c.ended != nil {

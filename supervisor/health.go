@@ -73,7 +73,7 @@ func (sv *Supervisor) nodeDied(id health.NodeID, name string) {
 		}
 		if p, ok := t.Outbound().(outbound.Purger); ok {
 			p.Purge()
-			sv.log.Info("node dead: its pooled connections were released", "node", name)
+			sv.log.Debug("node dead: whatever connection it shares between flows is dropped", "node", name)
 		}
 	}
 }
@@ -205,11 +205,23 @@ type healthReports struct {
 }
 
 // familyOf is the address family of the connection to the proxy server
-// that carries c, when c tells it; IPv4 otherwise.
-func familyOf(c net.Conn) netx.Family {
+// that carries c: what the outbound says (a tunnel, a QUIC connection,
+// whose streams name something else), else c's remote address; IPv4 when
+// neither tells.
+func familyOf(out any, c net.Conn) netx.Family {
+	if r, ok := out.(interface{ ServerFamily() (netx.Family, bool) }); ok {
+		if f, ok := r.ServerFamily(); ok {
+			return f
+		}
+	}
 	if c != nil {
-		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && a.IP != nil {
-			if a.IP.To4() == nil {
+		switch a := c.RemoteAddr().(type) {
+		case *net.TCPAddr:
+			if a.IP != nil && a.IP.To4() == nil {
+				return netx.V6
+			}
+		case *net.UDPAddr:
+			if a.IP != nil && a.IP.To4() == nil {
 				return netx.V6
 			}
 		}
@@ -232,7 +244,7 @@ func (h healthReports) dialed(ctx context.Context, leaf *plane.Target, c net.Con
 	if err != nil && (ctx.Err() != nil || plane.Reloaded(err) || errors.Is(err, outbound.ErrBlocked)) {
 		return
 	}
-	e.ReportDial(id, familyOf(c), latency, false, err)
+	e.ReportDial(id, familyOf(leaf.Outbound(), c), latency, false, err)
 }
 
 // ended reports how a relayed flow of leaf ended: a failure on the

@@ -83,6 +83,7 @@ func TestBuiltPurgers(t *testing.T) {
 		{spec.Outbound{Type: "shadowsocks", Server: "127.0.0.1:8388", Method: "aes-128-gcm", Password: "pw"}, true},
 		{spec.Outbound{Type: "trojan", Server: "127.0.0.1:443", Password: "pw", TLS: &spec.TLS{ServerName: "t.test"}}, true},
 		{spec.Outbound{Type: "vless", Server: "127.0.0.1:443", UUID: uuid, Transport: spec.Transport{Type: "grpc"}}, true},
+		{spec.Outbound{Type: "vmess", Server: "127.0.0.1:443", UUID: uuid, Security: "auto", Transport: spec.Transport{Type: "grpc"}}, true},
 		{spec.Outbound{Type: "hysteria2", Server: "127.0.0.1:443", Password: "pw"}, true},
 		{spec.Outbound{Type: "wireguard", Endpoint: "127.0.0.1:51820", PrivateKey: key, PeerPublicKey: key,
 			Addresses: []netip.Prefix{netip.MustParsePrefix("10.7.0.2/32")}}, true},
