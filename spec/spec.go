@@ -20,6 +20,7 @@ type Spec struct {
 	Outbounds []Outbound
 	Balancers []Balancer
 	Groups    []Group
+	DNS       *DNS // nil: the system resolver for everything, no DNS service
 	Health    Health
 	State     State
 	Route     Route
@@ -197,6 +198,53 @@ type Group struct {
 	// IdleTimeout: probing of the group's members sleeps after this long
 	// without a real selection (0 = Health.IdleTimeout).
 	IdleTimeout time.Duration
+}
+
+// DNS is the [dns] table. Servers, PreProxy, ThroughProxy and a rule's
+// Servers are server URLs: "system", "udp://host:port", "tcp://host:port",
+// "tls://host:port" (DoT; a name in the host is the TLS server name too),
+// "https://host[:port]/path" (DoH). A host given by name is resolved by
+// Bootstrap.
+type DNS struct {
+	// Servers is one resolver for everything; or PreProxy (proxy servers
+	// and endpoints, asked directly) and ThroughProxy (destinations this
+	// process connects to itself, asked through the route table). The
+	// loader allows Servers or the pair, not both.
+	Servers      []string
+	PreProxy     []string
+	ThroughProxy []string
+	Serve        bool   // answer port-53 flows in-process (route target "dns")
+	Bootstrap    string // "system" (default) or one udp:// or tcp:// URL with an IP
+	// Cache bounds; the loader fills the defaults.
+	CacheSize int           // entries; default 4096
+	MinTTL    time.Duration // default 0
+	MaxTTL    time.Duration // default 24h
+	Timeout   time.Duration // per query and server; default 5s
+	Rules     []DNSRule
+	FakeIP    *FakeIP // nil: no fake IPs
+}
+
+// DNSRule picks the resolver of a question by its name: the first rule a
+// name matches wins, else the default resolver.
+type DNSRule struct {
+	Domain        []string
+	DomainSuffix  []string
+	DomainKeyword []string
+	DomainRegex   []string
+	Servers       []string // the resolver for the matching names
+	Action        string   // "" (ask Servers) | "block"
+	// BlockWith is how a block rule answers: "nxdomain" (default) or
+	// "empty" (NOERROR with no records).
+	BlockWith string
+}
+
+// FakeIP hands out addresses from its ranges as answers for names whose
+// flows go through a proxy, so that the flow carries the name.
+type FakeIP struct {
+	IPv4   netip.Prefix // invalid: none
+	IPv6   netip.Prefix // invalid: none
+	Filter []string     // domain suffixes that get real answers
+	Size   int          // mappings kept; default 65536
 }
 
 // Health is the process-wide probing of every leaf a group may choose.
