@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"net/netip"
 	"time"
 )
 
@@ -15,7 +16,11 @@ const formatV1 = 1
 var (
 	bucketChoices = []byte("selector_choices")
 	bucketDelays  = []byte("last_delays")
+	bucketFakeIPs = []byte("fake_ips")
 )
+
+// fakeIPsKey is the one key of bucketFakeIPs: the mappings are one value.
+var fakeIPsKey = appendName(nil, "mappings")
 
 var (
 	errFormat    = errors.New("unknown format")
@@ -23,6 +28,7 @@ var (
 	errTrailing  = errors.New("trailing bytes")
 	errRange     = errors.New("nanoseconds out of range")
 	errLength    = errors.New("a length in more bytes than it needs")
+	errAddr      = errors.New("an address of neither 0, 4 nor 16 bytes")
 )
 
 // appendName appends s with its length in front.
@@ -121,4 +127,113 @@ func decodeDelay(b []byte) (Delay, error) {
 		return Delay{}, errTrailing
 	}
 	return Delay{RTT: time.Duration(rtt), At: time.Unix(sec, int64(nsec))}, nil
+}
+
+// appendTime appends t as Unix seconds (varint) and nanoseconds (unsigned
+// varint).
+func appendTime(b []byte, t time.Time) []byte {
+	b = binary.AppendVarint(b, t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+}
+
+// readTime reads a time written by appendTime from the start of b.
+func readTime(b []byte) (time.Time, []byte, error) {
+	sec, k := binary.Varint(b)
+	if k <= 0 {
+		return time.Time{}, nil, errTruncated
+	}
+	b = b[k:]
+	nsec, k := binary.Uvarint(b)
+	if k <= 0 {
+		return time.Time{}, nil, errTruncated
+	}
+	if nsec >= uint64(time.Second) {
+		return time.Time{}, nil, errRange
+	}
+	return time.Unix(sec, int64(nsec)), b[k:], nil
+}
+
+// appendAddr appends an address as its length in one byte (0 for none, 4
+// or 16) and its bytes. A zone is not kept.
+func appendAddr(b []byte, a netip.Addr) []byte {
+	s := a.AsSlice()
+	b = append(b, byte(len(s)))
+	return append(b, s...)
+}
+
+func readAddr(b []byte) (netip.Addr, []byte, error) {
+	if len(b) == 0 {
+		return netip.Addr{}, nil, errTruncated
+	}
+	n := int(b[0])
+	b = b[1:]
+	if n != 0 && n != 4 && n != 16 {
+		return netip.Addr{}, nil, errAddr
+	}
+	if len(b) < n {
+		return netip.Addr{}, nil, errTruncated
+	}
+	a, _ := netip.AddrFromSlice(b[:n]) // invalid for 0 bytes
+	return a, b[n:], nil
+}
+
+// minFakeIPMapping is the fewest bytes one mapping takes: an empty name, no
+// addresses, a time in one byte each of seconds and nanoseconds.
+const minFakeIPMapping = 5
+
+func encodeFakeIPs(ms []FakeIPMapping) []byte {
+	size := 1 + binary.MaxVarintLen64
+	for _, m := range ms {
+		size += binary.MaxVarintLen64 + len(m.Name) + 2 + 4 + 16 + 2*binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, size)
+	b = append(b, formatV1)
+	b = binary.AppendUvarint(b, uint64(len(ms)))
+	for _, m := range ms {
+		b = appendName(b, m.Name)
+		b = appendAddr(b, m.V4)
+		b = appendAddr(b, m.V6)
+		b = appendTime(b, m.LastUsed)
+	}
+	return b
+}
+
+func decodeFakeIPs(b []byte) ([]FakeIPMapping, error) {
+	if len(b) == 0 || b[0] != formatV1 {
+		return nil, errFormat
+	}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, errTruncated
+	}
+	b = b[k:]
+	if n > uint64(len(b)/minFakeIPMapping) {
+		return nil, errTruncated // more mappings than the bytes can hold
+	}
+	out := make([]FakeIPMapping, 0, n)
+	for range n {
+		var m FakeIPMapping
+		var err error
+		if m.Name, b, err = readName(b); err != nil {
+			return nil, err
+		}
+		if m.V4, b, err = readAddr(b); err != nil {
+			return nil, err
+		}
+		if m.V6, b, err = readAddr(b); err != nil {
+			return nil, err
+		}
+		if m.LastUsed, b, err = readTime(b); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if len(b) > 0 {
+		return nil, errTrailing
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -44,6 +45,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(choiceKey("proxy", "tcp"), encodeChoice("hk"))
 	f.Add(delayKey("hk"), encodeDelay(Delay{RTT: time.Second, At: time.Unix(1e9, 5)}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, []byte{1, 0x80})
+	f.Add(fakeIPsKey, encodeFakeIPs([]FakeIPMapping{{Name: "example.com", V4: netip.MustParseAddr("198.18.0.1"),
+		V6: netip.MustParseAddr("fc00::1"), LastUsed: time.Unix(1e9, 5)}, {Name: "x"}}))
+	f.Add(fakeIPsKey, []byte{1, 2, 0, 16, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		if g, n, err := decodeChoiceKey(key); err == nil && !bytes.Equal(choiceKey(g, n), key) {
 			t.Fatalf("choice key %x decodes to %q %q", key, g, n)
@@ -53,6 +57,17 @@ func FuzzDecode(f *testing.F) {
 		}
 		if m, err := decodeChoice(value); err == nil && !bytes.Equal(encodeChoice(m), value) {
 			t.Fatalf("choice %x decodes to %q", value, m)
+		}
+		if ms, err := decodeFakeIPs(value); err == nil {
+			again, err := decodeFakeIPs(encodeFakeIPs(ms))
+			if err != nil || len(again) != len(ms) {
+				t.Fatalf("fake IPs %x decode to %+v, then %+v %v", value, ms, again, err)
+			}
+			for i, m := range ms {
+				if a := again[i]; a.Name != m.Name || a.V4 != m.V4 || a.V6 != m.V6 || !a.LastUsed.Equal(m.LastUsed) {
+					t.Fatalf("fake IPs %x: mapping %d decodes to %+v, then %+v", value, i, m, a)
+				}
+			}
 		}
 		if d, err := decodeDelay(value); err == nil {
 			again, err := decodeDelay(encodeDelay(d))

@@ -1,12 +1,15 @@
 // Package store keeps the state switchyard carries across restarts: each
-// selector group's choice per network, and the last real delay measured
-// through each node. The state lives in one bbolt file ([state].path), or in
-// memory only when the path is "".
+// selector group's choice per network, the last real delay measured
+// through each node, and the names the fake IP pool has handed addresses
+// to. The state lives in one bbolt file ([state].path), or in memory only
+// when the path is "".
 //
 // Keys are names — a group's tag and "tcp" or "udp", a node's tag — since
-// names are what survive a restart. Open reads the whole file into memory
-// (it holds a few entries per group and node), so reads never touch the
-// disk, and a reload within one process, which keeps the same Store, sees
+// names are what survive a restart. The fake IP mappings are one value, a
+// snapshot the pool replaces whole: the store keeps the set it was last
+// given, as large as it was given. Open reads the whole file into memory
+// (it holds a few entries per group and node, and the fake IP set, kept
+// encoded), so reads never touch the disk, and a reload within one process, which keeps the same Store, sees
 // every value set before it. Entries of groups and nodes that no longer
 // exist stay in the file; nothing reads them.
 //
@@ -29,14 +32,19 @@
 //
 // # Format
 //
-// Two buckets, "selector_choices" and "last_delays". A key is a sequence of
-// names, each written as its length (unsigned varint) and its bytes: group
-// then network for a choice, the node for a delay. Every value starts with a
-// format byte, 1 today:
+// Three buckets, "selector_choices", "last_delays" and "fake_ips". A key is
+// a sequence of names, each written as its length (unsigned varint) and its
+// bytes: group then network for a choice, the node for a delay, the one
+// name "mappings" for the fake IPs. Every value starts with a format byte,
+// 1 today:
 //
 //	selector choice: 1, member name
 //	last delay:      1, RTT in nanoseconds (varint), At as Unix seconds
 //	                 (varint) and nanoseconds (unsigned varint)
+//	fake IPs:        1, the number of mappings (unsigned varint), then for
+//	                 each: its name (length and bytes, as in keys), V4
+//	                 and V6 (each a length byte, 0, 4 or 16, and that
+//	                 many address bytes), LastUsed as At above
 //
 // A value with another format byte, or one that does not decode, is ignored
 // with a debug line, never a failure: a future format is detectable, and an

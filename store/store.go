@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,7 @@ type Store struct {
 	mu      sync.Mutex
 	choices map[choice]string
 	delays  map[string]Delay
+	fakeIPs []byte           // the encoded fake IP mappings; nil: never set
 	pending map[entry][]byte // latest encoded value per key, not written yet
 	resync  bool             // the queue overflowed or a write failed: write everything
 	closed  bool
@@ -98,7 +100,7 @@ func open(path string, log *slog.Logger, o options) *Store {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			reason = "another process holds it"
 		}
-		log.Warn("the state file cannot be used: selector choices and delays are kept in memory for this run",
+		log.Warn("the state file cannot be used: selector choices, delays and fake IP mappings are kept in memory for this run",
 			"path", path, "reason", reason)
 		s.reset() // whatever a failed read left
 		return s
@@ -115,6 +117,7 @@ func open(path string, log *slog.Logger, o options) *Store {
 func (s *Store) reset() {
 	s.choices = map[choice]string{}
 	s.delays = map[string]Delay{}
+	s.fakeIPs = nil
 }
 
 // openFile checks, opens and reads the file, creating it when missing. A
@@ -140,7 +143,7 @@ func (s *Store) openFile() (db *bolt.DB, err error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketChoices, bucketDelays} {
+		for _, name := range [][]byte{bucketChoices, bucketDelays, bucketFakeIPs} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -201,7 +204,7 @@ func (s *Store) read(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return tx.Bucket(bucketDelays).ForEach(func(k, v []byte) error {
+	err = tx.Bucket(bucketDelays).ForEach(func(k, v []byte) error {
 		node, err := decodeDelayKey(k)
 		if err != nil {
 			s.ignored(bucketDelays, k, err)
@@ -215,6 +218,18 @@ func (s *Store) read(tx *bolt.Tx) error {
 		s.delays[node] = d
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// One value; other keys of the bucket are not read.
+	if v := tx.Bucket(bucketFakeIPs).Get(fakeIPsKey); v != nil {
+		if _, err := decodeFakeIPs(v); err != nil {
+			s.ignored(bucketFakeIPs, fakeIPsKey, err)
+		} else {
+			s.fakeIPs = bytes.Clone(v) // v lives as long as the transaction
+		}
+	}
+	return nil
 }
 
 func (s *Store) ignored(bucket, key []byte, err error) {
@@ -367,7 +382,7 @@ func (s *Store) write(batch map[entry][]byte) error {
 
 // snapshotLocked encodes every value in memory.
 func (s *Store) snapshotLocked() map[entry][]byte {
-	out := make(map[entry][]byte, len(s.choices)+len(s.delays))
+	out := make(map[entry][]byte, len(s.choices)+len(s.delays)+1)
 	for c, member := range s.choices {
 		if k := choiceKey(c.group, c.network); len(k) <= bolt.MaxKeySize {
 			out[entry{string(bucketChoices), string(k)}] = encodeChoice(member)
@@ -377,6 +392,9 @@ func (s *Store) snapshotLocked() map[entry][]byte {
 		if k := delayKey(node); len(k) <= bolt.MaxKeySize {
 			out[entry{string(bucketDelays), string(k)}] = encodeDelay(d)
 		}
+	}
+	if s.fakeIPs != nil && len(s.fakeIPs) <= bolt.MaxValueSize {
+		out[entry{string(bucketFakeIPs), string(fakeIPsKey)}] = s.fakeIPs
 	}
 	return out
 }
