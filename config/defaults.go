@@ -37,6 +37,24 @@ const (
 	defaultCheckTimeout   = 5 * time.Second
 	defaultIdleTimeout    = 30 * time.Minute
 
+	// [dns]. The cache keeps an answer for its TTL clamped to
+	// [min_ttl, max_ttl]; its size and a fake IP pool's are bounded so that
+	// a typo cannot ask for gigabytes.
+	defaultDNSServer    = "system" // servers, when neither it nor the pair is written
+	defaultDNSBootstrap = "system"
+	defaultDNSCacheSize = 4096
+	maxDNSCacheSize     = 1_000_000
+	defaultDNSMinTTL    = 0
+	defaultDNSMaxTTL    = 24 * time.Hour
+	defaultDNSTimeout   = 5 * time.Second
+	defaultDoHPath      = "/dns-query" // an https:// server URL without a path
+	defaultBlockWith    = "nxdomain"
+	defaultFakeIPSize   = 65536 // clamped to the addresses of the ranges
+	maxFakeIPSize       = 1_000_000
+	// A fake IP range holds at least 4 addresses.
+	maxFakeIPv4Bits = 30
+	maxFakeIPv6Bits = 126
+
 	// defaultStateFile is the state file of a configuration file that does
 	// not name one, beside it. Text that comes from no file (Parse, the
 	// embedded default) keeps its state in memory.
@@ -133,6 +151,12 @@ var (
 	protocols       = []string{"tls", "http", "quic", "dns"}
 	strategies      = []string{"failover", "round_robin"}
 	checkMethods    = []string{"HEAD", "GET"}
+	dnsActions      = []string{"block"}
+	blockWiths      = []string{"nxdomain", "empty"}
+
+	// dnsPorts are the DNS server URL schemes and the port of each when the
+	// URL gives none.
+	dnsPorts = map[string]uint16{"udp": 53, "tcp": 53, "tls": 853, "https": 443}
 
 	// groupPolicies are the accepted group policies. The pending ones are
 	// documented in CONFIG.md but not built yet: they are refused as not
@@ -179,6 +203,7 @@ var (
 		"vmess":       "vmess",
 		"hysteria2":   "hysteria2",
 		"wireguard":   "wireguard",
+		"dns":         "dns",
 	}
 
 	// everyOutboundKeys are the keys every outbound type takes;
@@ -196,6 +221,7 @@ var (
 		"hysteria2":   {"address_family", "server", "password", "obfs", "up_mbps", "down_mbps", "max_concurrent_streams", "tls"},
 		"wireguard": {"address_family", "endpoint", "endpoint_address_family", "private_key", "peer_public_key",
 			"preshared_key", "addresses", "mtu", "keepalive", "allowed_ips", "reserved"},
+		"dns": {},
 	}
 
 	// transportKeys are the keys each transport type takes beside "type".

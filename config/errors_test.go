@@ -47,16 +47,13 @@ verbose = true
 colour = "blue"
 `, []want{{2, "colour", `unknown key "colour"`}}},
 
-		{"sections not implemented yet", `[dns]
-servers = ["udp://1.1.1.1:53"]
-[[providers]]
+		{"sections not implemented yet", `[[providers]]
 tag = "sub"
 [[providers]]
 tag = "sub2"
 `, []want{
-			{1, "dns", `unknown key "dns"`},
-			{3, "providers[0]", `unknown key "providers"`},
-			{5, "providers[1]", `unknown key "providers"`},
+			{1, "providers[0]", `unknown key "providers"`},
+			{3, "providers[1]", `unknown key "providers"`},
 		}},
 
 		{"unknown key inside the second inbound", socksIn + `
@@ -164,7 +161,7 @@ tag = "c"
 type = "Direct"
 [[outbounds]]
 tag = "d"
-type = "dns"
+type = "DNS"
 [[outbounds]]
 tag = "e"
 type = "socks5"
@@ -172,7 +169,7 @@ type = "socks5"
 			{3, "outbounds[0].type", `unknown outbound type "tuic"`},
 			{6, "outbounds[1].type", `unknown outbound type "hysteria"`},
 			{9, "outbounds[2].type", `unknown outbound type "Direct"`},
-			{12, "outbounds[3].type", `unknown outbound type "dns"`},
+			{12, "outbounds[3].type", `unknown outbound type "DNS"`},
 			{15, "outbounds[4].type", `unknown outbound type "socks5"`},
 		}},
 
@@ -511,16 +508,16 @@ tag = "tuic"
 type = "tuic"
 server = "192.0.2.1:443"
 [[outbounds]]
-tag = "dns-out"
-type = "dns"
+tag = "tor-out"
+type = "tor"
 [[outbounds]]
 tag = "typeless"
 [[balancers]]
 tag = "pool"
-members = ["tuic", "dns-out", "typeless"]
+members = ["tuic", "tor-out", "typeless"]
 `, []want{
 			{3, "outbounds[0].type", `unknown outbound type "tuic"`},
-			{7, "outbounds[1].type", `unknown outbound type "dns"`},
+			{7, "outbounds[1].type", `unknown outbound type "tor"`},
 			{8, "outbounds[2].type", "required key is missing"},
 		}},
 
@@ -619,7 +616,7 @@ type = "dns"
 			{4, "log.level", `"loud" is not one of`},
 			{5, "outbounds[0].password", "required key is missing"},
 			{5, "outbounds[0].tls", "trojan needs a tls table"},
-			{13, "outbounds[1].type", `unknown outbound type "dns"`},
+			{13, "outbounds[1].type", `a dns outbound answers with the resolvers of [dns], and this file has no [dns] table`},
 		}},
 
 		{"proxy clients need a usable server", `[[outbounds]]

@@ -16,6 +16,7 @@ type fileConfig struct {
 	Outbounds []fileOutbound `toml:"outbounds"`
 	Balancers []fileBalancer `toml:"balancers"`
 	Groups    []fileGroup    `toml:"groups"`
+	DNS       *fileDNS       `toml:"dns"`
 	Health    fileHealth     `toml:"health"`
 	State     fileState      `toml:"state"`
 	Route     fileRoute      `toml:"route"`
@@ -175,6 +176,40 @@ type fileHealth struct {
 
 type fileState struct {
 	Path *string `toml:"path"`
+}
+
+// fileDNS is [dns]; nil when the file has no such table. The server lists
+// are nil when left out and empty when written empty (refused).
+type fileDNS struct {
+	Servers      []string      `toml:"servers"`
+	PreProxy     []string      `toml:"pre_proxy"`
+	ThroughProxy []string      `toml:"through_proxy"`
+	Serve        *bool         `toml:"serve"`
+	Bootstrap    *string       `toml:"bootstrap"`
+	CacheSize    *int64        `toml:"cache_size"`
+	MinTTL       *string       `toml:"min_ttl"`
+	MaxTTL       *string       `toml:"max_ttl"`
+	Timeout      *string       `toml:"timeout"`
+	Rules        []fileDNSRule `toml:"rules"`
+	FakeIP       *fileFakeIP   `toml:"fakeip"`
+}
+
+type fileDNSRule struct {
+	Domain        []string `toml:"domain"`
+	DomainSuffix  []string `toml:"domain_suffix"`
+	DomainKeyword []string `toml:"domain_keyword"`
+	DomainRegex   []string `toml:"domain_regex"`
+	RuleSet       []string `toml:"rule_set"`
+	Servers       []string `toml:"servers"`
+	Action        *string  `toml:"action"`
+	BlockWith     *string  `toml:"block_with"`
+}
+
+type fileFakeIP struct {
+	IPv4   *string  `toml:"ipv4"`
+	IPv6   *string  `toml:"ipv6"`
+	Filter []string `toml:"fake_ip_filter"`
+	Size   *int64   `toml:"size"`
 }
 
 type fileRoute struct {

@@ -41,6 +41,9 @@ type lowerer struct {
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
+	// dnsTable is set when the file has a [dns] table, which a dns outbound
+	// needs; dnsOutbound once a dns outbound is accepted.
+	dnsTable, dnsOutbound bool
 	// rates maps a user name to the key of its first users entry and the
 	// rates written there (users.go).
 	rates map[string]userRate
@@ -136,6 +139,7 @@ func (l *lowerer) placeLines(data []byte, errs []*Error) {
 }
 
 func (l *lowerer) lower(f *fileConfig) *spec.Spec {
+	l.dnsTable = f.DNS != nil
 	s := &spec.Spec{
 		Log: spec.Log{
 			Level:  l.enum("log.level", f.Log.Level, defaultLogLevel, logLevels),
@@ -150,6 +154,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		Outbounds: l.outbounds(f.Outbounds),
 		Balancers: l.balancers(f.Balancers),
 		Groups:    l.groups(f.Groups),
+		DNS:       l.dns(f.DNS), // after the outbounds
 		Health:    l.health(&f.Health),
 		State:     l.state(&f.State),
 	}

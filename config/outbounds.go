@@ -56,6 +56,11 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		case "direct":
 			o.AddressFamily = l.enum(key+".address_family", f.AddressFamily, defaultAddressFamily, addressFamilies)
 		case "block":
+		case "dns":
+			if !l.dnsTable {
+				l.errorf(key+".type", "a dns outbound answers with the resolvers of [dns], and this file has no [dns] table")
+			}
+			l.dnsOutbound = true
 		case "hysteria2":
 			l.hysteria2(key, f, &o)
 		case "wireguard":

@@ -91,8 +91,9 @@ type Inbound struct {
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",
 // "socks", "http", "shadowsocks", "trojan", "vless", "vmess", "hysteria2",
-// "wireguard"); the loader
-// maps aliases ("freedom", "blackhole").
+// "wireguard", "dns"); the loader maps aliases ("freedom", "blackhole"). A
+// "dns" outbound has only its tag (and Drain, UDP): it is the DNS service of
+// Spec.DNS as a route target, and the loader refuses it without a [dns].
 type Outbound struct {
 	Tag  string
 	Type string
@@ -209,7 +210,11 @@ type DNS struct {
 	// Servers is one resolver for everything; or PreProxy (proxy servers
 	// and endpoints, asked directly) and ThroughProxy (destinations this
 	// process connects to itself, asked through the route table). The
-	// loader allows Servers or the pair, not both.
+	// loader allows Servers or the pair, not both, and fills Servers with
+	// "system" when the file gives neither. It writes URLs in one form: the
+	// scheme's port filled in (53, 853; an https:// URL keeps a port only
+	// other than 443), a name in lower case, an IP canonical, an empty
+	// https:// path as /dns-query.
 	Servers      []string
 	PreProxy     []string
 	ThroughProxy []string
