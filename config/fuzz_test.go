@@ -37,6 +37,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("groups = [{ tag = \"fb\", policy = \"fallback\", members = [\"direct\", \"fb\"], final = \"lb\" }, { tag = \"lb\", policy = \"loadbalance\", members = [\"block\"], check_url = \"http://[::1]:80/\", use = [\"sub\"] }, { tag = \"s\", policy = \"score\", members = [] }]\n"))
 	f.Add([]byte("[health]\ntcp_check_url = [\"https://www.gstatic.com/generate_204\", \"\"]\ntcp_check_method = \"GET\"\nudp_check_dns = [\"[2001:db8::53]:53\", \"dns.example:0\"]\ncheck_interval = \"5s\"\ncheck_timeout = \"6s\"\nidle_timeout = \"1h\"\n[state]\npath = \"\"\n"))
 	f.Add([]byte("health = { tcp_check_url = [], udp_check_dns = [] }\nstate = { path = \"state/sy.db\" }\n"))
+	f.Add([]byte("[dns]\nservers = [\"udp://1.1.1.1\", \"tcp://[2001:db8::1]:53\", \"tls://Dns.Example\", \"https://dns.google\", \"system\"]\nserve = true\nbootstrap = \"udp://9.9.9.9\"\ncache_size = 10\nmin_ttl = \"1m\"\nmax_ttl = \"30s\"\ntimeout = \"0s\"\n[[outbounds]]\ntag = \"dns-out\"\ntype = \"dns\"\n[[rules]]\nprotocol = [\"dns\"]\noutbound = \"dns-out\"\n"))
+	f.Add([]byte("[dns]\npre_proxy = [\"udp://223.5.5.5\"]\nthrough_proxy = [\"https://[::1]:8443/q?x\", \"ftp://x\"]\n[[dns.rules]]\ndomain = [\"a.\"]\ndomain_suffix = [\".CN\"]\ndomain_keyword = [\"x\"]\ndomain_regex = [\"(\"]\nservers = [\"system\", \"system\"]\n[[dns.rules]]\nrule_set = [\"geosite\"]\naction = \"block\"\nblock_with = \"empty\"\n[[dns.rules]]\nblock_with = \"nxdomain\"\n"))
+	f.Add([]byte("dns = { serve = false, fakeip = { ipv4 = \"198.18.0.1/15\", ipv6 = \"fc00::/120\", fake_ip_filter = [\"lan\", \".\"], size = 257 }, rules = [{ domain = [\"x\"], action = \"block\" }] }\n[[outbounds]]\ntag = \"d\"\ntype = \"dns\"\nudp = false\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := bytes.Count(data, []byte("\n")) + 1
 		located := func(kind string, es []*Error) {

@@ -158,6 +158,7 @@ func TestFullFile(t *testing.T) {
 				PrivateKey: wgPrivate, PeerPublicKey: wgPeer, PresharedKey: wgPSK,
 				Addresses: []netip.Prefix{p("10.7.0.2/32"), p("fd00:7::2/64")}, MTU: 1420, Keepalive: 25 * time.Second,
 				AllowedIPs: []netip.Prefix{p("10.0.0.0/8"), p("fd00::/8")}, Reserved: []byte{1, 2, 3}},
+			{Tag: "dns-out", Type: "dns", Drain: spec.DrainClose},
 			implicitDirect(),
 			implicitBlock(),
 		},
@@ -170,6 +171,22 @@ func TestFullFile(t *testing.T) {
 				Tolerance: 80 * time.Millisecond, CheckURL: "http://cp.example:8080/generate_204"},
 			{Tag: "fb", Policy: "fallback", Members: []string{"vless", "ss"}, Final: "proxy"},
 			{Tag: "lb", Policy: "loadbalance", Members: []string{"trojan", "wg", "direct"}, CheckURL: "https://lb.example/"},
+		},
+		DNS: &spec.DNS{
+			PreProxy:     []string{"udp://223.5.5.5:53", "system"},
+			ThroughProxy: []string{"tls://dns.example:853", "https://[2001:db8::53]:8443/q"},
+			Serve:        true,
+			Bootstrap:    "tcp://223.5.5.5:5353",
+			CacheSize:    512,
+			MinTTL:       30 * time.Second,
+			MaxTTL:       6 * time.Hour,
+			Timeout:      3 * time.Second,
+			Rules: []spec.DNSRule{
+				{Domain: []string{"router.lan"}, DomainSuffix: []string{"cn"}, DomainKeyword: []string{"cdn"},
+					DomainRegex: []string{`^ntp[0-9]*\.`}, Servers: []string{"udp://223.5.5.5:53"}},
+				{DomainSuffix: []string{"ads.example"}, Action: "block", BlockWith: "empty"},
+			},
+			FakeIP: &spec.FakeIP{IPv4: p("198.18.0.0/16"), IPv6: p("fc00::/18"), Filter: []string{"lan", "local"}, Size: 1000},
 		},
 		Health: spec.Health{
 			TCPCheckURLs:   []string{"https://cp.example/generate_204", "http://192.0.2.1/"},
@@ -200,6 +217,7 @@ func TestFullFile(t *testing.T) {
 			{Outbound: "block"},
 			{Network: "tcp", Outbound: "pool"},
 			{Port: []uint16{8443}, Outbound: "auto"},
+			{Protocol: []string{"dns"}, Outbound: "dns-out"},
 		},
 	}
 	if !spec.Equal(got, want) {
