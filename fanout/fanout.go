@@ -156,6 +156,14 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	if pl == nil {
 		return l.dropped()
 	}
+	if pl.FakeIPs != nil {
+		name, err := pl.Unfake(to)
+		if err != nil {
+			l.debug("udp fan-out: dropping a datagram: %v", err)
+			return l.dropped()
+		}
+		to = name
+	}
 	r, ok := l.route(pl, to, sn)
 	if !ok {
 		return net.ErrClosed

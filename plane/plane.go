@@ -6,6 +6,9 @@ package plane
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -33,6 +36,39 @@ type Plane struct {
 	// Establish is the establishment deadline of each dial (0: the one of
 	// the default connect timeout).
 	Establish time.Duration
+	// DNS, when set, is the in-process DNS service's target: every flow
+	// an inbound hands over toward port 53 goes there, before any rule.
+	// The process's own queries (a flow with no inbound) are not taken.
+	DNS *Target
+	// FakeIPs, when set, maps the fake addresses the DNS service answered
+	// with back to their names (see Unfake).
+	FakeIPs FakeIPs
+}
+
+// FakeIPs is the fake IP table as the plane reads it.
+type FakeIPs interface {
+	// Contains reports whether ip is in a fake range.
+	Contains(ip netip.Addr) bool
+	// Name is the name ip was handed out for.
+	Name(ip netip.Addr) (string, bool)
+}
+
+// ErrNoFakeIPMapping refuses a flow to a fake address that maps to no name
+// (a mapping recycled or lost): it is never dialed to the fake address.
+var ErrNoFakeIPMapping = errors.New("a fake IP with no name behind it")
+
+// Unfake gives a destination in a fake range its name back, keeping the
+// port, so the flow routes, sniffs and dials as the name (the proxy
+// resolves it). A fake address with no mapping is ErrNoFakeIPMapping.
+func (p *Plane) Unfake(dst netx.Addr) (netx.Addr, error) {
+	if p.FakeIPs == nil || dst.Name != "" || !p.FakeIPs.Contains(dst.IP) {
+		return dst, nil
+	}
+	name, ok := p.FakeIPs.Name(dst.IP)
+	if !ok {
+		return dst, fmt.Errorf("%s: %w", dst, ErrNoFakeIPMapping)
+	}
+	return netx.Addr{Name: name, Port: dst.Port}, nil
 }
 
 // EstablishTimeout is the establishment deadline of a dial routed on p.
@@ -48,12 +84,21 @@ func (p *Plane) Begin(parent context.Context) (*netx.Establishment, context.Cont
 	return netx.Begin(parent, p.Admission, p.EstablishTimeout())
 }
 
-// Final is the rule index Route reports when no rule matched.
-const Final = -1
+// Final is the rule index Route reports when no rule matched; Intercepted
+// the one of a port-53 flow the DNS service took.
+const (
+	Final       = -1
+	Intercepted = -2
+)
 
 // Route returns the target of the first rule f matches, or the final target,
-// and the index of that rule (Final when none matched).
+// and the index of that rule (Final when none matched). A flow from an
+// inbound toward port 53 goes to the DNS service when there is one
+// (Intercepted).
 func (p *Plane) Route(f *netx.Flow) (*Target, int) {
+	if p.DNS != nil && f.Dst.Port == 53 && f.Inbound != "" {
+		return p.DNS, Intercepted
+	}
 	for i := range p.Rules {
 		if p.Rules[i].Match.Match(f) {
 			return p.Rules[i].Target, i
@@ -65,8 +110,11 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 // RuleName is how flows name the rule that routed them: "rule N" (1-based, in
 // file order) or "final".
 func RuleName(i int) string {
-	if i == Final {
+	switch i {
+	case Final:
 		return "final"
+	case Intercepted:
+		return "dns"
 	}
 	return "rule " + strconv.Itoa(i+1)
 }

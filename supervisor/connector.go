@@ -40,6 +40,14 @@ var _ inbound.Connector = (*connector)(nil)
 // than a silent server could.
 func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	p := c.cell.Load()
+	if p.FakeIPs != nil {
+		dst, err := p.Unfake(f.Dst)
+		if err != nil {
+			c.log.Warn("flow refused", "inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "error", err)
+			return nil, err
+		}
+		f.Dst = dst
+	}
 	until := time.Now().Add(p.EstablishTimeout())
 	conn, leaf, rule, chain, err := c.dial(ctx, p, f)
 	for err != nil && plane.Reloaded(err) && ctx.Err() == nil && time.Now().Before(until) {

@@ -112,10 +112,13 @@ type thePlan struct {
 // generation's dependencies the connect timeout, for a protocol that
 // connects with it. The [socket] policy is fixed for the process, and
 // [dial].max_concurrent_dials belongs to the generation, not to an
-// outbound; neither is in the key.
+// outbound; neither is in the key. Every outbound but block holds the
+// resolvers built from [dns] (or the DNS service), so [dns] is in its key:
+// a change of it rebuilds them all.
 type outboundKey struct {
 	spec           spec.Outbound
 	connectTimeout time.Duration
+	dns            *spec.DNS
 }
 
 func outboundOwnKey(o spec.Outbound, s *spec.Spec) outboundKey {
@@ -123,6 +126,9 @@ func outboundOwnKey(o spec.Outbound, s *spec.Spec) outboundKey {
 	k.spec.Drain = ""
 	if dialsWithConnectTimeout(o) {
 		k.connectTimeout = s.Dial.ConnectTimeout
+	}
+	if o.Type != "block" {
+		k.dns = s.DNS
 	}
 	return k
 }
@@ -134,7 +140,7 @@ func outboundOwnKey(o spec.Outbound, s *spec.Spec) outboundKey {
 // its own fixed timeout. A protocol that starts reading it belongs here.
 func dialsWithConnectTimeout(o spec.Outbound) bool {
 	switch o.Type {
-	case "block", "wireguard":
+	case "block", "wireguard", "dns":
 		return false
 	}
 	return true

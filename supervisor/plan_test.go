@@ -482,3 +482,21 @@ func TestWrappedOutboundsKeepTheirNetworks(t *testing.T) {
 		}
 	}
 }
+
+// A change of [dns] rebuilds every outbound but block, which resolves
+// nothing.
+func TestADNSChangeRebuildsEveryOutboundButBlock(t *testing.T) {
+	_, st := applyPlan(t, nil, planSpec())
+	s2 := planSpec()
+	s2.DNS = &spec.DNS{Servers: []string{"udp://127.0.0.1:53"}}
+	p := plan(st, s2)
+	for _, o := range p.outbounds {
+		want := stepBuild
+		if o.spec.Type == "block" {
+			want = stepReuse
+		}
+		if o.kind != want {
+			t.Fatalf("%s: %s after a [dns] change, want %s", o.spec.Tag, o.kind, want)
+		}
+	}
+}
