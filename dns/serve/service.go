@@ -121,9 +121,9 @@ var ErrNoReply = errors.New("dns service: message gets no reply")
 // a reply (FORMERR, NOTIMP, BADVERS, SERVFAIL or the answer) except a
 // response, for which, as for a message shorter than a header, the error Is
 // ErrNoReply.
-func (s *Service) Answer(ctx context.Context, query []byte, network netx.Network) ([]byte, error) {
+func (s *Service) Answer(ctx context.Context, msg []byte, network netx.Network) ([]byte, error) {
 	s.stats.queries.Add(1)
-	r, why := s.answer(ctx, query, network)
+	r, why := s.answer(ctx, msg, network)
 	if why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoReply, why)
 	}
