@@ -7,6 +7,7 @@ require (
 	github.com/apernet/hysteria/extras/v2 v2.12.2
 	github.com/apernet/quic-go v0.61.1-0.20260806010916-184d081eef3e
 	github.com/gorilla/websocket v1.5.3
+	github.com/miekg/dns v1.1.73
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/quic-go/quic-go v0.65.0
 	github.com/refraction-networking/utls v1.8.2
