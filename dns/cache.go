@@ -57,9 +57,8 @@ type cacheKey struct {
 }
 
 const (
-	keyDO     = 1 << iota // the question asked for DNSSEC records
-	keyCD                 // checking disabled
-	keyLookup             // both address families of a LookupIP
+	keyDO = 1 << iota // the question asked for DNSSEC records
+	keyCD             // checking disabled
 )
 
 // entry is one cached answer. Its fields other than the links are set
@@ -71,9 +70,9 @@ type entry struct {
 
 	stored  time.Time
 	expires time.Time
-	msg     *mdns.Msg    // a question's answer, read-only; nil for lookups
-	addrs   []netip.Addr // its A or AAAA records, or both families' for a lookup; read-only
-	err     error        // a lookup's error (NXDOMAIN)
+	msg     *mdns.Msg    // the answer, read-only
+	addrs   []netip.Addr // its A or AAAA records, read-only
+	nx      error        // NXDOMAIN: the error LookupIP returns, made once
 	keep    bool         // the answer may be cached
 }
 
@@ -117,23 +116,44 @@ func (c *Cache) Flush() {
 // was read at.
 func (c *Cache) get(k cacheKey) (*entry, time.Time, bool) {
 	now := c.now()
+	e, ok := c.getAt(k, now)
+	return e, now, ok
+}
+
+// getPair is get of two keys at once (a name's A and AAAA).
+func (c *Cache) getPair(k1, k2 cacheKey) (e1, e2 *entry, now time.Time) {
+	now = c.now()
 	c.mu.Lock()
+	e1 = c.live(k1, now)
+	e2 = c.live(k2, now)
+	c.mu.Unlock()
+	return e1, e2, now
+}
+
+// getAt is get at the time now.
+func (c *Cache) getAt(k cacheKey, now time.Time) (*entry, bool) {
+	c.mu.Lock()
+	e := c.live(k, now)
+	c.mu.Unlock()
+	return e, e != nil
+}
+
+// live returns the entry of k unless it expired (then it is dropped), and
+// makes it the most recent. c.mu is held.
+func (c *Cache) live(k cacheKey, now time.Time) *entry {
 	e := c.m[k]
 	if e == nil {
-		c.mu.Unlock()
-		return nil, now, false
+		return nil
 	}
 	if !now.Before(e.expires) {
 		c.remove(e)
-		c.mu.Unlock()
-		return nil, now, false
+		return nil
 	}
 	if c.lru.next != e {
 		c.unlink(e)
 		c.pushFront(e)
 	}
-	c.mu.Unlock()
-	return e, now, true
+	return e
 }
 
 // put stores e, replacing the entry of its key, and drops the least
@@ -181,6 +201,9 @@ func (c *Cache) answerEntry(k cacheKey, resp *mdns.Msg) *entry {
 	e := &entry{key: k, msg: resp, stored: now}
 	if k.qtype == mdns.TypeA || k.qtype == mdns.TypeAAAA {
 		e.addrs = addrsOf(resp, k.qtype)
+	}
+	if resp.Rcode == mdns.RcodeNameError {
+		e.nx = &nameError{name: k.name, err: ErrNXDomain}
 	}
 	ttl, negative, ok := answerTTL(resp, k.qtype)
 	if !ok {

@@ -27,14 +27,23 @@ import (
 // zone is the test servers' data and their count of queries.
 type zone struct {
 	mu     sync.Mutex
-	counts map[string]int // "name type" -> queries seen
+	counts map[string]int             // "name type" -> queries seen
+	ids    map[string]map[uint16]bool // "name type" -> the IDs of the queries seen
 	// hold, when set, is waited on before answering slow.test.
 	hold chan struct{}
 	// held is told of each query of slow.test once it waits.
 	held chan struct{}
 }
 
-func newZone() *zone { return &zone{counts: map[string]int{}} }
+func newZone() *zone { return &zone{counts: map[string]int{}, ids: map[string]map[uint16]bool{}} }
+
+// distinct is the number of distinct queries (by ID) of name and qtype: a
+// query sent again is counted once.
+func (z *zone) distinct(name string, qtype uint16) int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return len(z.ids[strings.ToLower(name)+" "+mdns.Type(qtype).String()])
+}
 
 func (z *zone) count(name string, qtype uint16) int {
 	z.mu.Lock()
@@ -87,8 +96,13 @@ func (z *zone) answer(q *mdns.Msg, network string) *mdns.Msg {
 	}
 	qq := q.Question[0]
 	name := strings.ToLower(qq.Name)
+	key := name + " " + mdns.Type(qq.Qtype).String()
 	z.mu.Lock()
-	z.counts[name+" "+mdns.Type(qq.Qtype).String()]++
+	z.counts[key]++
+	if z.ids[key] == nil {
+		z.ids[key] = map[uint16]bool{}
+	}
+	z.ids[key][q.Id] = true
 	z.mu.Unlock()
 	add := func(s string) { m.Answer = append(m.Answer, rr(s)) }
 	switch name {

@@ -425,47 +425,85 @@ func (r *Resolver) upstream(ctx context.Context, k cacheKey) (*mdns.Msg, error) 
 // wrapping ErrNXDomain; a name without addresses (NODATA) is no addresses
 // and no error. The slice is the caller's.
 func (r *Resolver) LookupIP(ctx context.Context, host string) ([]netip.Addr, error) {
-	ips, _, err := r.LookupIPTTL(ctx, host)
+	ips, _, err := r.lookup(ctx, nil, host)
 	return ips, err
 }
 
 // LookupIPTTL is LookupIP with how long the answer stays valid: the
-// smallest TTL of the two answers, as left in the cache (for NODATA, the
+// smaller TTL of the two answers, as left in the cache (for NODATA, the
 // negative TTL of the SOA).
 func (r *Resolver) LookupIPTTL(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
-	ips, ttl, err := r.lookup(ctx, host)
-	return slices.Clone(ips), ttl, err
+	return r.lookup(ctx, nil, host)
 }
 
 // AppendIP is LookupIPTTL appending the addresses to dst, so that a cached
 // answer costs no allocation when dst has room.
 func (r *Resolver) AppendIP(ctx context.Context, dst []netip.Addr, host string) ([]netip.Addr, time.Duration, error) {
-	ips, ttl, err := r.lookup(ctx, host)
-	return append(dst, ips...), ttl, err
+	return r.lookup(ctx, dst, host)
 }
 
-// lookup returns the addresses of host; the slice may be shared and must
-// not be modified.
-func (r *Resolver) lookup(ctx context.Context, host string) ([]netip.Addr, time.Duration, error) {
+// lookup appends the addresses of host to dst. The two families are two
+// cache entries, the A and AAAA answers Exchange shares: a hit reads both
+// and copies their addresses, allocating only when dst has no room.
+func (r *Resolver) lookup(ctx context.Context, dst []netip.Addr, host string) ([]netip.Addr, time.Duration, error) {
 	if ip, ok := literalIP(host); ok {
-		return []netip.Addr{ip}, netx.DefaultTTL, nil
+		return append(dst, ip), netx.DefaultTTL, nil
 	}
 	r.count.queries.Add(1)
-	name := canonical(host)
-	k := cacheKey{res: r.id, flags: keyLookup, qclass: mdns.ClassINET, name: name}
-	if e, now, ok := r.cache.get(k); ok {
+	k4 := cacheKey{res: r.id, qtype: mdns.TypeA, qclass: mdns.ClassINET, name: canonical(host)}
+	k6 := k4
+	k6.qtype = mdns.TypeAAAA
+	e4, e6, now := r.cache.getPair(k4, k6)
+	ok4, ok6 := e4 != nil, e6 != nil
+	if ok4 && ok6 {
 		r.count.hits.Add(1)
-		return e.addrs, e.expires.Sub(now), e.err
+		return cachedPair(dst, e4, e6, now)
 	}
-	if _, ok := mdns.IsDomainName(name); !ok || name == "" {
+	if _, ok := mdns.IsDomainName(k4.name); !ok || k4.name == "" {
 		r.count.failures.Add(1)
-		return nil, 0, fmt.Errorf("dns: %q is not a domain name", host)
+		return dst, 0, fmt.Errorf("dns: %q is not a domain name", host)
 	}
-	ips, ttl, err := r.lookupBoth(ctx, k)
+	var f4, f6 *flight
+	var err4, err6 error
+	if !ok4 {
+		e4, f4, err4 = r.begin(ctx, k4)
+	}
+	if !ok6 {
+		e6, f6, err6 = r.begin(ctx, k6)
+	}
+	if f4 != nil {
+		e4, err4 = r.wait(ctx, f4)
+	}
+	if f6 != nil {
+		e6, err6 = r.wait(ctx, f6)
+	}
+	now = r.cache.now()
+	ips, ttl, err := combine(dst, familyOf(e4, err4, k4, now), familyOf(e6, err6, k6, now))
 	if err != nil && !errors.Is(err, ErrNXDomain) {
 		r.count.failures.Add(1)
 	}
 	return ips, ttl, err
+}
+
+// cachedPair is combine for two cached entries, which are NOERROR or
+// NXDOMAIN answers with a TTL (nothing else is cached), read without
+// copying them.
+func cachedPair(dst []netip.Addr, e4, e6 *entry, now time.Time) ([]netip.Addr, time.Duration, error) {
+	exp := e4.expires
+	if e6.expires.Before(exp) {
+		exp = e6.expires
+	}
+	ttl := exp.Sub(now)
+	if n := len(e4.addrs) + len(e6.addrs); n > 0 {
+		if dst == nil {
+			dst = make([]netip.Addr, 0, n)
+		}
+		return append(append(dst, e4.addrs...), e6.addrs...), ttl, nil
+	}
+	if e4.nx != nil {
+		return dst, ttl, e4.nx
+	}
+	return dst, ttl, e6.nx
 }
 
 // literalIP parses host as an IP address, unmapped. It looks at host
@@ -489,54 +527,11 @@ type familyAnswer struct {
 	// cached (NODATA without an SOA, as the system resolver gives for a
 	// family a name lacks) bounds nothing: the other family's TTL stands.
 	bounded bool
-	nx      bool
+	nx      error // the answer is NXDOMAIN: its error
 	err     error
 }
 
-func (r *Resolver) lookupBoth(ctx context.Context, k cacheKey) ([]netip.Addr, time.Duration, error) {
-	k4, k6 := k, k
-	k4.flags, k4.qtype = 0, mdns.TypeA
-	k6.flags, k6.qtype = 0, mdns.TypeAAAA
-	e4, f4, err4 := r.begin(ctx, k4)
-	e6, f6, err6 := r.begin(ctx, k6)
-	if f4 != nil {
-		e4, err4 = r.wait(ctx, f4)
-	}
-	if f6 != nil {
-		e6, err6 = r.wait(ctx, f6)
-	}
-	if f4 == nil && f6 == nil && err4 == nil && err6 == nil {
-		r.count.hits.Add(1) // both families were cached
-	}
-	now := r.cache.now()
-	a4 := familyOf(e4, err4, k4, now)
-	a6 := familyOf(e6, err6, k6, now)
-
-	switch {
-	case a4.err != nil && a6.err != nil:
-		return nil, 0, a4.err
-	case a4.nx || a6.nx:
-		if len(a4.addrs)+len(a6.addrs) == 0 {
-			ttl := minTTL(a4, a6)
-			err := &nameError{name: k.name, err: ErrNXDomain}
-			r.keepLookup(k, nil, err, ttl, now, a4.err == nil && a6.err == nil)
-			return nil, ttl, err
-		}
-	}
-	var ips []netip.Addr
-	if n := len(a4.addrs) + len(a6.addrs); n > 0 {
-		ips = make([]netip.Addr, 0, n)
-		ips = append(append(ips, a4.addrs...), a6.addrs...)
-	}
-	if len(ips) == 0 && (a4.err != nil || a6.err != nil) {
-		return nil, 0, errors.Join(a4.err, a6.err)
-	}
-	ttl := minTTL(a4, a6)
-	r.keepLookup(k, ips, nil, ttl, now, a4.err == nil && a6.err == nil)
-	return ips, ttl, nil
-}
-
-// familyOf reads one family's entry.
+// familyOf reads one family's entry (or the error of its question).
 func familyOf(e *entry, err error, k cacheKey, now time.Time) familyAnswer {
 	if err != nil {
 		return familyAnswer{err: err}
@@ -545,12 +540,36 @@ func familyOf(e *entry, err error, k cacheKey, now time.Time) familyAnswer {
 	switch e.msg.Rcode {
 	case mdns.RcodeSuccess:
 	case mdns.RcodeNameError:
-		a.nx = true
-	default:
+		a.nx = e.nx
+	default: // never cached: allocating here costs a hit nothing
 		a.err = &nameError{name: k.name, what: mdns.Type(k.qtype).String(),
 			err: fmt.Errorf("%w: %s", ErrServerFailure, mdns.RcodeToString[e.msg.Rcode])}
 	}
 	return a
+}
+
+// combine appends the two families' addresses to dst, IPv4 first: an
+// answer when either family has addresses, else NXDOMAIN when either
+// family says so, else NODATA when both answered, else the error.
+func combine(dst []netip.Addr, a4, a6 familyAnswer) ([]netip.Addr, time.Duration, error) {
+	n := len(a4.addrs) + len(a6.addrs)
+	ttl := minTTL(a4, a6)
+	switch {
+	case n > 0:
+		if dst == nil {
+			dst = make([]netip.Addr, 0, n)
+		}
+		return append(append(dst, a4.addrs...), a6.addrs...), ttl, nil
+	case a4.nx != nil:
+		return dst, ttl, a4.nx
+	case a6.nx != nil:
+		return dst, ttl, a6.nx
+	case a4.err != nil:
+		return dst, 0, a4.err
+	case a6.err != nil:
+		return dst, 0, a6.err
+	}
+	return dst, ttl, nil
 }
 
 // minTTL is the smaller TTL of the families that answered with one.
@@ -565,12 +584,4 @@ func minTTL(a, b familyAnswer) time.Duration {
 		return b.ttl
 	}
 	return 0
-}
-
-// keepLookup caches a lookup's result when both families answered.
-func (r *Resolver) keepLookup(k cacheKey, ips []netip.Addr, err error, ttl time.Duration, now time.Time, complete bool) {
-	if !complete || ttl <= 0 {
-		return
-	}
-	r.cache.put(&entry{key: k, stored: now, expires: now.Add(ttl), addrs: ips, err: err, keep: true})
 }

@@ -56,10 +56,12 @@ func TestIdenticalQuestionsShareOneExchange(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c := z.count("slow.test.", mdns.TypeA); c != 1 {
+	// Distinct queries: a slow answer may have made the client send its
+	// query again, which is still one exchange.
+	if c := z.distinct("slow.test.", mdns.TypeA); c != 1 {
 		t.Errorf("%d A queries reached the server, want 1", c)
 	}
-	if c := z.count("slow.test.", mdns.TypeAAAA); c != 1 {
+	if c := z.distinct("slow.test.", mdns.TypeAAAA); c != 1 {
 		t.Errorf("%d AAAA queries reached the server, want 1", c)
 	}
 }
