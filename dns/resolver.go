@@ -245,11 +245,15 @@ func questionKey(id uint32, m *mdns.Msg) cacheKey {
 // with the resolver's own EDNS (the DO and CD bits kept), so identical
 // questions share an exchange and an entry. The answer has m's ID and
 // question, TTLs lowered by the time it spent in the cache, and an OPT
-// record of the resolver's (the DO bit echoed) only when m has one. When every server answered with an error
+// record of the resolver's (the DO bit echoed) only when m has one. A
+// message of another opcode than QUERY gets NOTIMP. When every server answered with an error
 // code, the last such answer is returned; when none answered, an error.
 func (r *Resolver) Exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error) {
 	if len(m.Question) != 1 {
 		return nil, ErrBadQuery
+	}
+	if m.Opcode != mdns.OpcodeQuery {
+		return notImplemented(m), nil
 	}
 	r.count.queries.Add(1)
 	k := questionKey(r.id, m)
@@ -277,6 +281,14 @@ func (r *Resolver) Exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error)
 		resp.SetEdns0(ednsSize, opt.Do())
 	}
 	return resp, nil
+}
+
+// notImplemented is the answer to a message that is not a query (NOTIFY,
+// UPDATE, ...): a resolver only asks.
+func notImplemented(m *mdns.Msg) *mdns.Msg {
+	resp := new(mdns.Msg)
+	resp.SetRcode(m, mdns.RcodeNotImplemented)
+	return resp
 }
 
 // usable reports whether an answer with rcode settles the question.

@@ -3,8 +3,10 @@ package dns
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -314,6 +316,11 @@ func TestExchangeOPT(t *testing.T) {
 	if _, err := r.Exchange(ctx, new(mdns.Msg)); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("no question: %v", err)
 	}
+	n := question("a.test", mdns.TypeSOA)
+	n.Opcode = mdns.OpcodeNotify
+	if resp, err := r.Exchange(ctx, n); err != nil || resp.Rcode != mdns.RcodeNotImplemented || z.count("a.test.", mdns.TypeSOA) != 0 {
+		t.Errorf("NOTIFY: %v, %v", resp, err)
+	}
 }
 
 func TestLookupLiteralAndBadNames(t *testing.T) {
@@ -353,5 +360,39 @@ func TestCacheHitAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { r.LookupIP(ctx, "a.test") }); n != 1 {
 		t.Errorf("LookupIP hit: %v allocations, want 1 (the caller's slice)", n)
+	}
+}
+
+// logRecords keeps the messages of the records it handles.
+type logRecords struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+func TestDebugLinePerExchange(t *testing.T) {
+	z := newZone()
+	a := startUDP(t, z)
+	logs := &logRecords{}
+	r := newResolver(t, Options{Logger: slog.New(logs)}, "udp://"+a.String())
+	r.Exchange(ctxT(t), question("nx.test", mdns.TypeA))
+	r.Exchange(ctxT(t), question("nx.test", mdns.TypeA)) // cached: no exchange
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.msgs) != 1 {
+		t.Fatalf("log lines %q", logs.msgs)
+	}
+	want := "DEBUG dns: udp://" + a.String() + " nx.test. A: NXDOMAIN in "
+	if !strings.HasPrefix(logs.msgs[0], want) {
+		t.Errorf("log line %q, want %q...", logs.msgs[0], want)
 	}
 }

@@ -93,6 +93,9 @@ func (r *Router) Exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error) {
 	if act == Forward {
 		return res.Exchange(ctx, m)
 	}
+	if m.Opcode != mdns.OpcodeQuery {
+		return notImplemented(m), nil
+	}
 	resp := new(mdns.Msg)
 	resp.SetReply(m)
 	resp.RecursionAvailable = true
