@@ -245,9 +245,10 @@ func questionKey(id uint32, m *mdns.Msg) cacheKey {
 // with the resolver's own EDNS (the DO and CD bits kept), so identical
 // questions share an exchange and an entry. The answer has m's ID and
 // question, TTLs lowered by the time it spent in the cache, and an OPT
-// record of the resolver's (the DO bit echoed) only when m has one. A
-// message of another opcode than QUERY gets NOTIMP. When every server answered with an error
-// code, the last such answer is returned; when none answered, an error.
+// record of the resolver's (the DO bit echoed) only when m has one. When
+// every server answered with an error code, the last such answer is
+// returned; when none answered, an error. A message of another opcode
+// than QUERY gets NOTIMP.
 func (r *Resolver) Exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error) {
 	if len(m.Question) != 1 {
 		return nil, ErrBadQuery
@@ -386,19 +387,17 @@ func (r *Resolver) upstream(ctx context.Context, k cacheKey) (*mdns.Msg, error) 
 		return nil, errors.New("no servers")
 	}
 	m := query(k)
-	var order [8]int
-	idx := order[:0]
+	var order, late [8]int
+	idx, penalized := order[:0], late[:0]
 	recent := time.Now().Add(-failurePenalty).UnixNano()
 	for i, c := range r.clients {
 		if c.lastFailure.Load() < recent {
 			idx = append(idx, i)
+		} else {
+			penalized = append(penalized, i)
 		}
 	}
-	for i, c := range r.clients {
-		if c.lastFailure.Load() >= recent {
-			idx = append(idx, i)
-		}
-	}
+	idx = append(idx, penalized...)
 	var fallback *mdns.Msg
 	var errs []error
 	for _, i := range idx {
