@@ -73,6 +73,9 @@ type Deps struct {
 	Logger       *slog.Logger
 	// ConnectTimeout bounds one TCP connect attempt (default 10 s).
 	ConnectTimeout time.Duration
+	// DNS is the in-process DNS service as an outbound (the "dns" type);
+	// nil without [dns].
+	DNS Outbound
 }
 
 // Purger is implemented by an outbound that keeps connections for reuse

@@ -49,15 +49,33 @@ func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 	if err != nil {
 		return large, sv.refuse(err)
 	}
+	rt, err := sv.dnsFor(s)
+	if err != nil {
+		return large, sv.refuse(err)
+	}
+	dropDNS := func() {
+		if rt != sv.dnsRT {
+			rt.close()
+		}
+	}
+	deps = rt.withDNS(deps)
 	eng := sv.engineFor(s)
 	p, err := prepareWith(sv.cur, s, deps, sv.opts.wrap, sv.groupEnv(eng))
 	if err != nil {
+		dropDNS()
 		return large, sv.refuse(err)
 	}
 	ins, err := sv.planInbounds(s.Inbounds)
 	if err != nil {
 		p.discard()
+		dropDNS()
 		return large, sv.refuse(err)
+	}
+	rt.attach(p.plane)
+	if rt != sv.dnsRT {
+		sv.dnsPrev.close()
+		sv.dnsPrev, sv.dnsRT = sv.dnsRT, rt
+		sv.dnsCur.Store(rt)
 	}
 	sv.admit(p, s)
 	sv.commit(p, ins, eng)

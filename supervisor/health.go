@@ -180,9 +180,11 @@ func (sv *Supervisor) saveDelays(ctx context.Context, st *store.Store) {
 		select {
 		case <-ctx.Done():
 			sv.saveDelaysOnce(st)
+			sv.saveFakeIPs(st)
 			return
 		case <-t.C:
 			sv.saveDelaysOnce(st)
+			sv.saveFakeIPs(st)
 		}
 	}
 }

@@ -85,6 +85,14 @@ type Supervisor struct {
 	bg         sync.WaitGroup // the network watcher and the delay saver
 	// nodeIDs is each outbound tag's node identity in the published state.
 	nodeIDs atomic.Pointer[map[string]health.NodeID]
+	// dnsCur is the DNS runtime in force (nil without [dns]), for readers;
+	// dnsRT is the same under mu, dnsPrev the one it replaced (closed at
+	// the next replacement, once the outbounds that held it have had a
+	// reload's time to drain), dnsVersion the interception target's.
+	dnsCur     atomic.Pointer[dnsRuntime]
+	dnsRT      *dnsRuntime
+	dnsPrev    *dnsRuntime
+	dnsVersion uint32
 
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
@@ -143,12 +151,22 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		cancel()
 		return nil, err
 	}
-	eng := sv.newEngine(s.Health)
-	p, err := prepareWith(nil, s, deps, opts.wrap, sv.groupEnv(eng))
+	rt, err := sv.dnsFor(s)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	deps = rt.withDNS(deps)
+	eng := sv.newEngine(s.Health)
+	p, err := prepareWith(nil, s, deps, opts.wrap, sv.groupEnv(eng))
+	if err != nil {
+		rt.close()
+		cancel()
+		return nil, err
+	}
+	rt.attach(p.plane)
+	sv.dnsRT = rt
+	sv.dnsCur.Store(rt)
 	sv.admit(p, s)
 	sv.configureUsers(s)
 	sv.restoreChoices(p.next.groups)
@@ -166,7 +184,14 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
 	fixed := *s
 	fixed.Socket = sv.socket
-	return dependencies(&fixed, sv.opts.SocketHook, sv.opts.Resolver, sv.log)
+	d, err := dependencies(&fixed, sv.opts.SocketHook, sv.opts.Resolver, sv.log)
+	if err != nil {
+		return d, err
+	}
+	if rt := sv.dnsRT; rt != nil && spec.Equal(rt.spec, s.DNS) {
+		d = rt.withDNS(d)
+	}
+	return d, nil
 }
 
 // admit gives the prepared generation its own dial admission, clamped to
@@ -275,6 +300,10 @@ func (sv *Supervisor) Close() error {
 		e.Stop()
 	}
 	sv.bg.Wait()
+	sv.dnsRT.close()
+	if sv.dnsPrev != sv.dnsRT {
+		sv.dnsPrev.close()
+	}
 	for _, t := range sv.cell.Load().Targets {
 		t.CloseFlows()
 		if !t.IsChooser() {

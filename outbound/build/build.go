@@ -32,6 +32,11 @@ func Outbound(o spec.Outbound, deps outbound.Deps) (outbound.Outbound, error) {
 		out = direct.New(s, deps)
 	case "block":
 		out = block.New()
+	case "dns":
+		if deps.DNS == nil {
+			return nil, fmt.Errorf("a dns outbound needs a [dns] table")
+		}
+		out = deps.DNS
 	case "trojan":
 		t, err := trojan.New(o, deps)
 		if err != nil {

@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"switchyard/config"
 	"switchyard/group"
 	"switchyard/netx"
+	"switchyard/store"
 	"switchyard/supervisor"
 	"switchyard/test/socksclient"
 )
@@ -405,4 +407,50 @@ func waitFlows(t *testing.T, sv *supervisor.Supervisor, n int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// running is a supervisor started with its [state] store, stoppable as a
+// process stops (the store closed after it).
+type running struct {
+	sv   *supervisor.Supervisor
+	st   *store.Store
+	once sync.Once
+}
+
+func (r *running) stop() {
+	r.once.Do(func() {
+		r.sv.Close()
+		r.st.Close()
+	})
+}
+
+// runConfigStore is runConfig with the configuration's [state] store
+// opened as switchyard run opens it.
+func runConfigStore(t *testing.T, cfg string) (*running, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "switchyard.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config:\n%s\n%v", cfg, err)
+	}
+	logs := &logBuf{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r := &running{st: store.Open(s.State.Path, log)}
+	r.sv, err = supervisor.New(s, supervisor.Options{Logger: log, Store: r.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.stop()
+		if t.Failed() {
+			t.Logf("switchyard logs:\n%s", logs)
+		}
+	})
+	return r, r.sv.Addr("socks-in").String()
 }
