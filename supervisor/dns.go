@@ -165,3 +165,21 @@ func (sv *Supervisor) saveFakeIPs(st *store.Store) {
 	}
 	st.SetFakeIPs(out)
 }
+
+// DNSStats are the counters of the DNS runtime in force: each resolver's
+// queries, cache hits, failures and latency, and the service's answers by
+// rcode. ok is false without [dns].
+func (sv *Supervisor) DNSStats() (resolvers []dns.Stats, service serve.Stats, ok bool) {
+	rt := sv.dnsCur.Load()
+	if rt == nil {
+		return nil, serve.Stats{}, false
+	}
+	return rt.set.Stats(), rt.svc.Stats(), true
+}
+
+// FlushDNS empties the DNS cache in force.
+func (sv *Supervisor) FlushDNS() {
+	if rt := sv.dnsCur.Load(); rt != nil {
+		rt.set.Flush()
+	}
+}

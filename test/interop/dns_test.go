@@ -159,7 +159,7 @@ func firstA(r *mdns.Msg) string {
 func TestTheDNSServiceAnswersPort53FlowsInProcess(t *testing.T) {
 	main := startDNSStub(t, map[string]string{"example.test": "192.0.2.1"})
 	other := startDNSStub(t, map[string]string{"corp.test": "192.0.2.9"})
-	_, proxy := runConfig(t, fmt.Sprintf(`
+	sv, proxy := runConfig(t, fmt.Sprintf(`
 [dns]
 servers = ["udp://%s"]
 serve = true
@@ -178,9 +178,21 @@ type = "socks"
 listen = "127.0.0.1:0"
 udp = true
 
+[[outbounds]]
+tag = "dns-out"
+type = "dns"
+
+[[rules]]
+port = [5353]
+outbound = "dns-out"
+
 [route]
 final = "direct"
 `, main.addr, other.addr))
+	// A rule sends any flow to the service with the dns outbound.
+	if got := firstA(queryUDP(t, proxy, "127.0.0.1:5353", "example.test")); got != "192.0.2.1" {
+		t.Fatalf("UDP routed to the dns outbound: %q", got)
+	}
 	// 1.1.1.1:53 is never reached: the service answers from the stub.
 	if got := firstA(queryUDP(t, proxy, "1.1.1.1:53", "example.test")); got != "192.0.2.1" {
 		t.Fatalf("UDP to 1.1.1.1:53: %q", got)
@@ -197,6 +209,17 @@ final = "direct"
 	}
 	if r := queryUDP(t, proxy, "1.1.1.1:53", "ads.test"); r.Rcode != mdns.RcodeNameError || main.asked("ads.test")+other.asked("ads.test") != 0 {
 		t.Fatalf("a blocked name: rcode %d, asked upstream %d times", r.Rcode, main.asked("ads.test")+other.asked("ads.test"))
+	}
+	// What was asked is counted where the API will read it; a second
+	// question for a cached name is a cache hit.
+	queryUDP(t, proxy, "1.1.1.1:53", "example.test")
+	resolvers, service, ok := sv.DNSStats()
+	var hits uint64
+	for _, r := range resolvers {
+		hits += r.CacheHits
+	}
+	if !ok || hits == 0 || service.Queries < 5 {
+		t.Fatalf("stats: ok %v, cache hits %d, service queries %d", ok, hits, service.Queries)
 	}
 }
 
