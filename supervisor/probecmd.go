@@ -111,10 +111,19 @@ func Probe(ctx context.Context, s *spec.Spec, tags []string, log *slog.Logger) (
 		log = slog.New(slog.DiscardHandler)
 	}
 	sv := &Supervisor{log: log, opts: Options{Logger: log}, tracker: track.New(), socket: s.Socket}
+	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log, health: healthReports{engine: sv.engine.Load}}
 	deps, err := sv.deps(s)
 	if err != nil {
 		return nil, err
 	}
+	// The nodes' servers are resolved as the running process resolves
+	// them: with [dns] when there is one.
+	rt, err := sv.dnsFor(s)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.close()
+	deps = rt.withDNS(deps)
 	eng := sv.newEngine(s.Health)
 	h := &cycleHealth{eng: eng}
 	p, err := prepareWith(nil, s, deps, nil, &groupEnv{health: h, log: log})
@@ -126,6 +135,7 @@ func Probe(ctx context.Context, s *spec.Spec, tags []string, log *slog.Logger) (
 		eng.Stop()
 		releaseProbed(p)
 	}()
+	rt.attach(p.plane)
 	sv.cell.Store(p.plane)
 	sv.groups.Store(p.next.groups)
 
