@@ -44,6 +44,7 @@ type config struct {
 	probeDelay                time.Duration
 	flowTimeout               time.Duration
 	seed                      uint64
+	switchyardLog             string
 }
 
 func envDuration(key string, def time.Duration) time.Duration {
@@ -93,6 +94,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.probeDelay, "probe-delay", envDuration("BENCH_PROBE_DELAY", 10*time.Millisecond), "the probe URL answers after this long, so a probe measures a delay above 0 ms (env BENCH_PROBE_DELAY)")
 	fs.DurationVar(&c.flowTimeout, "flow-timeout", envDuration("BENCH_FLOW_TIMEOUT", 10*time.Second), "a client flow not done in this long fails (env BENCH_FLOW_TIMEOUT)")
 	fs.Uint64Var(&c.seed, "seed", uint64(envInt("BENCH_SEED", 0)), "seed of the random part of the time before each kill (env BENCH_SEED; 0: from the clock)")
+	fs.StringVar(&c.switchyardLog, "switchyard-log", envString("BENCH_SWITCHYARD_LOG", "info"), "switchyard's [log] level (debug shows its retries and strikes) (env BENCH_SWITCHYARD_LOG)")
 	fs.BoolVar(&quick, "quick", os.Getenv("BENCH_QUICK") != "", "smoke run: 1 trial, 10s check interval for both, 2s steady, 40 flap flows (flags given explicitly still win) (env BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -183,7 +185,7 @@ func run(c *config, w io.Writer) error {
 
 	var summaries []summary
 	for _, name := range c.routers {
-		r := &router{name: name, interval: c.interval, setInterval: c.interval > 0}
+		r := &router{name: name, interval: c.interval, setInterval: c.interval > 0, logLevel: c.switchyardLog}
 		switch name {
 		case "switchyard":
 			r.bin, r.write = c.switchyard, writeSwitchyard

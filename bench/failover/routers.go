@@ -61,6 +61,7 @@ type router struct {
 	// the router's own default.
 	interval    time.Duration
 	setInterval bool
+	logLevel    string // switchyard's [log] level
 	write       func(r *router, dir string, port int, ups [2]*upstream, probeURL string) (args []string, err error)
 }
 
@@ -79,7 +80,7 @@ func writeSwitchyard(r *router, dir string, port int, ups [2]*upstream, probeURL
 	}
 	conf := filepath.Join(dir, "switchyard.toml")
 	err := os.WriteFile(conf, fmt.Appendf(nil, `[log]
-level = "info"
+level = %q
 
 [state]
 path = ""
@@ -111,7 +112,7 @@ tolerance = "50ms"
 
 [route]
 final = "auto"
-`, probeURL, interval, port, ups[0].port, ups[1].port), 0o644)
+`, r.logLevel, probeURL, interval, port, ups[0].port, ups[1].port), 0o644)
 	return []string{"run", "-c", conf}, err
 }
 
