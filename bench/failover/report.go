@@ -33,9 +33,9 @@ func median[T int | time.Duration](v []T) T {
 
 func report(w io.Writer, c *config, sums []summary) {
 	fmt.Fprintf(w, "results (%d trial(s) per router; a flow every %v; recovered = flows succeed through the other upstream for %v)\n", c.trials, c.pace, c.steady)
-	fmt.Fprintf(w, "%-10s  %-12s  %6s  %-13s  %-25s  %-22s  %s\n",
+	fmt.Fprintf(w, "%-10s  %-14s  %6s  %-13s  %-25s  %-22s  %s\n",
 		"router", "interval", "trials", "failed flows", "time to recover", "flows back after", "back during")
-	fmt.Fprintf(w, "%-10s  %-12s  %6s  %-13s  %-25s  %-22s  %s\n",
+	fmt.Fprintf(w, "%-10s  %-14s  %6s  %-13s  %-25s  %-22s  %s\n",
 		"", "", "", "median / max", "median / max", "re-probe, total (of)", "re-probe wait")
 	for _, s := range sums {
 		var failed, back, during, flapFlows, waitFlows []int
@@ -67,7 +67,7 @@ func report(w io.Writer, c *config, sums []summary) {
 				recText += fmt.Sprintf(" (%d not)", unrecovered)
 			}
 		}
-		fmt.Fprintf(w, "%-10s  %-12s  %6d  %-13s  %-25s  %-22s  %s\n",
+		fmt.Fprintf(w, "%-10s  %-14s  %6d  %-13s  %-25s  %-22s  %s\n",
 			s.router, interval, len(s.trials),
 			fmt.Sprintf("%d / %d", median(failed), slices.Max(failed)),
 			recText,
