@@ -346,3 +346,17 @@ func (sv *Supervisor) ProbeNow() {
 		e.ProbeNow(sv.ctx)
 	}
 }
+
+// Health is the health engine in force, for readers (its reads are
+// lock-free) and for delay tests.
+func (sv *Supervisor) Health() *health.Engine { return sv.engine.Load() }
+
+// NodeID is the node identity of the outbound tag in force.
+func (sv *Supervisor) NodeID(tag string) (health.NodeID, bool) {
+	ids := sv.nodeIDs.Load()
+	if ids == nil {
+		return health.NodeID{}, false
+	}
+	id, ok := (*ids)[tag]
+	return id, ok
+}
