@@ -317,9 +317,9 @@ func printRun(r runResult) {
 	if r.disturbed {
 		mark = "  DISTURBED"
 	}
-	fmt.Printf("round %d %s %-12s %9.0f q/s  lost %d/%d  bad %d  late %d  router %.2f cores, %.1f ms CPU per 1k  stub +%d  other %.2f cores%s\n",
+	fmt.Printf("round %d %s %-12s %9.0f q/s  lost %d/%d  bad %d  late %d  router %.2f cores, %.1f ms CPU per 1k  stub +%d (%.2f cores)  other %.2f cores%s\n",
 		r.round, r.mode, r.target, r.qps, r.lost, r.sent, r.bad, r.late, r.cpu.router/r.cpu.secs, r.cpuPer1k(),
-		r.stubQueries, r.cpu.other, mark)
+		r.stubQueries, r.cpu.stub/r.cpu.secs, r.cpu.other, mark)
 	if r.firstBad != "" {
 		fmt.Printf("  first bad answer: %s\n", r.firstBad)
 	}
