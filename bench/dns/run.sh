@@ -96,7 +96,8 @@ wait_listening sing-box "$sb_pid" "$sb_port" "$work/sing-box.log"
 
 echo "host: $(nproc) CPUs, $(uname -sr), $(go version | cut -d' ' -f3)"
 echo "switchyard: $("$work/switchyard" version 2>&1 | head -n 1)"
-echo "sing-box: $("$singbox" version 2>&1 | head -n 1)"
+# A `go install` build reports its version as unknown: the folder names it.
+echo "sing-box: $(basename "$(dirname "$singbox")")"
 status=0
 "$work/dnsbench" load -stub "$stub_addr,$stub_pid" \
 	-target "switchyard=127.0.0.1:$sy_port,$sy_pid" \
