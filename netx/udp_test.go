@@ -49,7 +49,7 @@ func TestDualUDPOneFamilyStartsNoGoroutine(t *testing.T) {
 	if n, err := u.WaitPacket(); err != nil || n != len(big) {
 		t.Fatalf("WaitPacket = %d, %v; want %d", n, err, len(big))
 	}
-	if n := runtime.NumGoroutine(); n != before {
+	if n := runtime.NumGoroutine(); n > before { // an earlier test's goroutine may end meanwhile
 		t.Fatalf("%d goroutines after a round trip on one family, %d before", n, before)
 	}
 	p := make([]byte, 40000)
