@@ -6,6 +6,8 @@ require (
 	github.com/apernet/hysteria/core/v2 v2.12.2
 	github.com/apernet/hysteria/extras/v2 v2.12.2
 	github.com/apernet/quic-go v0.61.1-0.20260806010916-184d081eef3e
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/go-chi/cors v1.2.2
 	github.com/gorilla/websocket v1.5.3
 	github.com/miekg/dns v1.1.73
 	github.com/pelletier/go-toml/v2 v2.4.3

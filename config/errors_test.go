@@ -34,9 +34,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level table", `[log]
 level = "info"
 
-[api]
-listen = "127.0.0.1:9090"
-`, []want{{4, "api", `unknown key "api"`}}},
+[metrics]
+listen = "127.0.0.1:9100"
+`, []want{{4, "metrics", `unknown key "metrics"`}}},
 
 		{"unknown top-level key", `[log]
 level = "info"

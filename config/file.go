@@ -19,6 +19,7 @@ type fileConfig struct {
 	DNS       *fileDNS       `toml:"dns"`
 	Health    fileHealth     `toml:"health"`
 	State     fileState      `toml:"state"`
+	API       *fileAPI       `toml:"api"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
 }
@@ -210,6 +211,14 @@ type fileFakeIP struct {
 	IPv6   *string  `toml:"ipv6"`
 	Filter []string `toml:"fake_ip_filter"`
 	Size   *int64   `toml:"size"`
+}
+
+// fileAPI is [api]; nil when the file has no such table (no API).
+type fileAPI struct {
+	Listen           *string  `toml:"listen"`
+	Secret           string   `toml:"secret"`
+	ExternalUI       string   `toml:"external_ui"`
+	CORSAllowOrigins []string `toml:"cors_allow_origins"`
 }
 
 type fileRoute struct {

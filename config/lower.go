@@ -157,6 +157,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		DNS:       l.dns(f.DNS), // after the outbounds
 		Health:    l.health(&f.Health),
 		State:     l.state(&f.State),
+		API:       l.api(f.API),
 	}
 	final := defaultFinal
 	if f.Route.Final != nil {

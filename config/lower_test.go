@@ -80,6 +80,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Health:    defaultHealth(),
+		API:       &spec.API{Listen: "127.0.0.1:9090"},
 		Route:     spec.Route{Final: "direct"},
 	}
 	if !spec.Equal(got, want) {

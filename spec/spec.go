@@ -23,6 +23,7 @@ type Spec struct {
 	DNS       *DNS // nil: the system resolver for everything, no DNS service
 	Health    Health
 	State     State
+	API       *API // nil: no API
 	Route     Route
 	Rules     []Rule
 }
@@ -265,6 +266,19 @@ type Health struct {
 // State is the persistent state file (selector choices, last real delay).
 type State struct {
 	Path string // "" = memory only
+}
+
+// API is the [api] table: the Clash-compatible HTTP controller.
+type API struct {
+	Listen string // host:port
+	// Secret is the bearer token every request must carry; "" accepts
+	// requests without one (the loader allows that on loopback only).
+	Secret string
+	// ExternalUI is an absolute folder served at /ui/; "" = none.
+	ExternalUI string
+	// AllowOrigins are the origins allowed cross-origin besides loopback
+	// ones, as written ("https://example.com").
+	AllowOrigins []string
 }
 
 type Route struct {

@@ -11,6 +11,13 @@ import (
 const levelTrace = slog.LevelDebug - 4
 
 func newLogger(l spec.Log, w io.Writer) *slog.Logger {
+	log, _ := newLeveledLogger(l, w)
+	return log
+}
+
+// newLeveledLogger is newLogger with its level, which may be changed while
+// the process runs (the API's PATCH /configs).
+func newLeveledLogger(l spec.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
 	var level slog.Level
 	switch l.Level {
 	case "trace":
@@ -24,9 +31,11 @@ func newLogger(l spec.Log, w io.Writer) *slog.Logger {
 	default:
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	opts := &slog.HandlerOptions{Level: lv}
 	if l.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), lv
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), lv
 }

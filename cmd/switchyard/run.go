@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"switchyard/api"
 	"switchyard/config"
 	"switchyard/spec"
 	"switchyard/store"
@@ -41,11 +42,14 @@ func runCmd() *cobra.Command {
 				}
 				return exitError{1}
 			}
-			log := newLogger(s.Log, os.Stderr)
+			log, level := newLeveledLogger(s.Log, os.Stderr)
 			slog.SetDefault(log)
 			logWarnings(log, warns)
 			servePprof(log)
-			return serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log)
+			// The embedded default's API is a convenience: a taken port
+			// leaves the proxy running without it.
+			return serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log,
+				serveOptions{level: level, apiOptional: path == ""})
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (TOML); default: the embedded default")
@@ -82,9 +86,40 @@ func logStats(log *slog.Logger, sv *supervisor.Supervisor) {
 		"process_dials_admitted", proc.InUse, "process_dials_waiting", proc.Waiting, "process_dial_gate", proc.Limit)
 }
 
+// serveOptions are how serve runs besides the spec.
+type serveOptions struct {
+	level *slog.LevelVar // the process's log level, which the API may change
+	// apiOptional: an API that cannot bind is a warning, not a failed
+	// start (the embedded default's).
+	apiOptional bool
+}
+
+// startAPI serves [api] over sv; nil when the spec has none or, when
+// optional, it could not bind.
+func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serveOptions) (*api.Server, error) {
+	if s.API == nil {
+		return nil, nil
+	}
+	srv := api.New(sv, api.Options{
+		Secret: s.API.Secret, ExternalUI: s.API.ExternalUI, AllowOrigins: s.API.AllowOrigins,
+		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"),
+	})
+	if err := srv.Start(s.API.Listen); err != nil {
+		srv.Close()
+		if o.apiOptional {
+			log.Warn("the API is not served", "error", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	return srv, nil
+}
+
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
-// with reload and applies it.
-func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger) error {
+// with reload and applies it. The API starts after the supervisor and
+// stops before it; a reload does not move it (its listen, secret and
+// origins are read at start).
+func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
 	sv, err := supervisor.New(s, supervisor.Options{Logger: log, Store: st})
@@ -98,6 +133,12 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 	defer signal.Stop(sigs)
 	if err := sv.Start(); err != nil {
 		log.Error("start failed", "error", err)
+		return exitError{1}
+	}
+	apiSrv, err := startAPI(s, sv, log, o)
+	if err != nil {
+		log.Error("start failed", "error", err)
+		sv.Close()
 		return exitError{1}
 	}
 	for sig := <-sigs; sig == syscall.SIGHUP || sig == syscall.SIGUSR1; sig = <-sigs {
@@ -121,11 +162,20 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		logWarnings(log, warns)
 		if sv.Apply(next) == nil {
 			log.Info("reload applied")
+			if apiSrv != nil {
+				apiSrv.SetSpec(next)
+				if !spec.Equal(next.API, s.API) {
+					log.Warn("the [api] table changed: the API keeps its running settings until a restart")
+				}
+			}
 		}
 	}
 	log.Info("stopping")
 	done := make(chan struct{})
 	go func() {
+		if apiSrv != nil {
+			apiSrv.Close()
+		}
 		sv.Close()
 		close(done)
 	}()

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// clashLevel is a spec log level in Clash's words.
+func clashLevel(l string) string {
+	switch l {
+	case "trace", "debug":
+		return "debug"
+	case "warn":
+		return "warning"
+	case "error":
+		return "error"
+	}
+	return "info"
+}
+
+// slogLevels are the levels PATCH /configs takes, Clash's and the spec's.
+var slogLevels = map[string]slog.Level{
+	"trace": slog.LevelDebug - 4, "debug": slog.LevelDebug, "info": slog.LevelInfo,
+	"warn": slog.LevelWarn, "warning": slog.LevelWarn, "error": slog.LevelError, "silent": slog.LevelError + 100,
+}
+
+// getConfigs is GET /configs: the inbounds' ports by kind and the logging,
+// as Clash reports them. switchyard routes by rules only.
+func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
+	sp := s.spec.Load()
+	ports := map[string]int{"port": 0, "socks-port": 0, "mixed-port": 0}
+	key := map[string]string{"http": "port", "socks": "socks-port", "mixed": "mixed-port"}
+	allowLAN, bind := false, "127.0.0.1"
+	for _, in := range sp.Inbounds {
+		if k := key[in.Type]; k != "" && ports[k] == 0 {
+			ports[k] = int(in.Listen.Port())
+		}
+		if !in.Listen.Addr().IsLoopback() {
+			allowLAN, bind = true, in.Listen.Addr().String()
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"port": ports["port"], "socks-port": ports["socks-port"], "mixed-port": ports["mixed-port"],
+		"redir-port": 0, "tproxy-port": 0,
+		"mode": "rule", "mode-list": []string{"rule"},
+		"log-level": *s.logLevel.Load(), "allow-lan": allowLAN, "bind-address": bind,
+		"ipv6": true, "tun": map[string]any{"enable": false},
+	})
+}
+
+// patchConfigs is PATCH /configs: in this version only "log-level" (and
+// "mode": "rule", which is already in force) can be written.
+func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	var level string
+	var refused []string
+	for k, v := range body {
+		var str string
+		switch k {
+		case "log-level":
+			if json.Unmarshal(v, &str) != nil {
+				writeError(w, http.StatusBadRequest, "log-level must be a string")
+				return
+			}
+			if _, ok := slogLevels[str]; !ok {
+				writeError(w, http.StatusBadRequest, "log-level "+str+" is not one of debug, info, warning, error, silent")
+				return
+			}
+			level = str
+		case "mode":
+			if json.Unmarshal(v, &str) != nil || !strings.EqualFold(str, "rule") {
+				refused = append(refused, k)
+			}
+		default:
+			refused = append(refused, k)
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		writeError(w, http.StatusBadRequest, "cannot be changed through the API: "+strings.Join(refused, ", "))
+		return
+	}
+	if level != "" {
+		if s.opts.LogLevel != nil {
+			s.opts.LogLevel.Set(slogLevels[level])
+		}
+		lvl := clashLevel(level)
+		if level == "silent" {
+			lvl = "silent"
+		}
+		s.logLevel.Store(&lvl)
+		s.log.Info("log level changed", "level", lvl)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

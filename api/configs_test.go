@@ -1,0 +1,35 @@
+package api
+
+import (
+	"log/slog"
+	"testing"
+)
+
+func TestConfigs(t *testing.T) {
+	lv := new(slog.LevelVar)
+	r := newRig(t, Options{LogLevel: lv})
+	var c map[string]any
+	r.get(t, "/configs", 200, &c)
+	if c["mode"] != "rule" || c["log-level"] != "info" || c["allow-lan"] != false || c["mixed-port"] != float64(0) ||
+		c["socks-port"] == nil || c["port"] != float64(0) {
+		t.Fatalf("configs: %v", c)
+	}
+	if code, b := r.do(t, "PATCH", "/configs", "", `{"log-level":"debug"}`); code != 204 {
+		t.Fatalf("patch: %d %s", code, b)
+	}
+	if lv.Level() != slog.LevelDebug {
+		t.Fatalf("the process's level: %v", lv.Level())
+	}
+	r.get(t, "/configs", 200, &c)
+	if c["log-level"] != "debug" {
+		t.Fatalf("after patch: %v", c)
+	}
+	for _, body := range []string{`{"log-level":"loud"}`, `{"mode":"global"}`, `{"allow-lan":true}`, `[`} {
+		if code, _ := r.do(t, "PATCH", "/configs", "", body); code != 400 {
+			t.Fatalf("patch %s: %d", body, code)
+		}
+	}
+	if code, _ := r.do(t, "PATCH", "/configs", "", `{"mode":"rule"}`); code != 204 {
+		t.Fatalf("mode rule: %d", code)
+	}
+}

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"switchyard/group"
+	"switchyard/health"
+)
+
+// nameParam is the {name} of the path, unescaped.
+func nameParam(r *http.Request) string {
+	n := chi.URLParam(r, "name")
+	if u, err := url.PathUnescape(n); err == nil {
+		return u
+	}
+	return n
+}
+
+func (s *Server) listProxies(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"proxies": s.view().all()})
+}
+
+func (s *Server) getProxy(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.view().proxy(nameParam(r))
+	if !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"proxies": s.view().groupList()})
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.view().proxy(nameParam(r))
+	if !ok || p.groupFields == nil || p.Name == global {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// selectProxy is PUT /proxies/{name} {"name": member}: a selector's new
+// choice on both networks. The supervisor interrupts the flows through the
+// old choice when the group says so.
+func (s *Server) selectProxy(w http.ResponseWriter, r *http.Request) {
+	name := nameParam(r)
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.Name == "" {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	v := s.view()
+	if _, ok := v.proxy(name); !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	if _, ok := v.infos[name]; !ok {
+		writeError(w, http.StatusBadRequest, "Must be a Selector")
+		return
+	}
+	n, err := s.b.SelectGroup(name, body.Name)
+	switch {
+	case errors.Is(err, group.ErrUnknownGroup):
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	case errors.Is(err, group.ErrNotSelector):
+		writeError(w, http.StatusBadRequest, "Must be a Selector")
+		return
+	case errors.Is(err, group.ErrNotMember):
+		writeError(w, http.StatusBadRequest, "Selector update error: "+body.Name+" is not a member of "+name)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.log.Info("selector choice changed", "group", name, "member", body.Name, "interrupted", n)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// delayParams reads ?url and ?timeout (ms; absent: health's check timeout).
+func delayParams(r *http.Request) (u string, timeout time.Duration, ok bool) {
+	q := r.URL.Query()
+	u = q.Get("url")
+	if u != "" {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return "", 0, false
+		}
+	}
+	if t := q.Get("timeout"); t != "" {
+		ms, err := strconv.ParseUint(t, 10, 31)
+		if err != nil || ms == 0 {
+			return "", 0, false
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	return u, timeout, true
+}
+
+// isTimeout reports whether a delay test failed by running out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// proxyDelay is GET /proxies/{name}/delay: one delay test of the outbound
+// (a group's current leaf), recorded in its health like a probe. ?expected
+// is accepted and not applied: the probe judges the status itself.
+func (s *Server) proxyDelay(w http.ResponseWriter, r *http.Request) {
+	u, timeout, ok := delayParams(r)
+	if !ok {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	v := s.view()
+	if _, ok := v.proxy(nameParam(r)); !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	leaf, ok := v.leafOf(nameParam(r))
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test: no outbound to measure")
+		return
+	}
+	id, ok := s.b.NodeID(leaf)
+	if !ok || v.eng == nil {
+		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test: "+leaf+" is not health-checked (only outbounds a group uses are)")
+		return
+	}
+	start := time.Now()
+	res, err := v.eng.Delay(r.Context(), id, u, timeout)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]int64{"delay": delayMS(res.RTT)})
+	case isTimeout(err) || (timeout > 0 && time.Since(start) >= timeout):
+		writeError(w, http.StatusGatewayTimeout, "Timeout")
+	default:
+		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test")
+	}
+}
+
+// groupDelay is GET /group/{name}/delay: a delay test of every member's
+// current leaf, at most health.DelayConcurrency at a time, answered as
+// member -> delay for the members that answered.
+func (s *Server) groupDelay(w http.ResponseWriter, r *http.Request) {
+	u, timeout, ok := delayParams(r)
+	if !ok {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	v := s.view()
+	name := nameParam(r)
+	if _, ok := v.infos[name]; !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	out := map[string]int64{}
+	if members := v.groups.DelayTestMembers(name); v.eng != nil && len(members) > 0 {
+		ids := make([]health.NodeID, len(members))
+		for i, m := range members {
+			ids[i] = m.Node
+		}
+		for i, res := range v.eng.DelayMany(r.Context(), ids, u, timeout) {
+			if res.Err == nil {
+				out[members[i].Member] = delayMS(res.Result.RTT)
+			}
+		}
+	}
+	if len(out) == 0 {
+		writeError(w, http.StatusGatewayTimeout, "Timeout")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
