@@ -47,8 +47,21 @@ func TestConnections(t *testing.T) {
 	dst := echo(t)
 	a := r.flow(t, dst)
 	b := r.flow(t, dst)
+	// A flow's counters move once the relay's write returned, which may
+	// be just after the echo reached the client: read until they settle.
 	var c connsJSON
-	r.get(t, "/connections", 200, &c)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c = connsJSON{}
+		r.get(t, "/connections", 200, &c)
+		settled := c.UploadTotal == 8 && c.DownloadTotal == 8
+		for _, x := range c.Connections {
+			settled = settled && x.Upload == 4 && x.Download == 4
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(c.Connections) != 2 || c.Memory <= 0 {
 		t.Fatalf("connections: %+v", c)
 	}
@@ -83,7 +96,14 @@ func TestConnections(t *testing.T) {
 	if _, err := other.Read(buf); err != nil {
 		t.Fatalf("the other flow ended too: %v", err)
 	}
-	r.get(t, "/connections", 200, &c)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c = connsJSON{}
+		r.get(t, "/connections", 200, &c)
+		if (c.UploadTotal == 12 && c.DownloadTotal == 12) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(c.Connections) != 1 || c.Connections[0].ID == x.ID {
 		t.Fatalf("after the delete: %+v", c.Connections)
 	}
