@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,10 +35,14 @@ type Client struct {
 	// name is resolved, and again after every address failed.
 	target atomic.Pointer[targets]
 
-	mu      sync.Mutex // guards pending, idle and closed; never held across I/O
+	mu      sync.Mutex // guards pending, idle, udp and closed; never held across I/O
 	pending *pendingLookup
 	idle    []idleStream
+	udp     map[netip.AddrPort]*udpSock // the shared UDP sockets (udpmux.go)
 	closed  bool
+
+	readers sync.WaitGroup // the udp sockets' reader goroutines
+	udpIdle time.Duration  // udpIdleTimeout; shorter in tests
 
 	// lastFailure is when an exchange with the server last failed (unix
 	// nanoseconds, 0: never), for the resolver's order of servers.
@@ -91,7 +94,7 @@ const tlsSessionCache = 8
 // no socket until the first Exchange.
 func NewClient(srv Server, o Options) *Client {
 	o = o.withDefaults()
-	c := &Client{srv: srv, timeout: o.Timeout, dialer: o.Dialer, boot: o.Bootstrap, log: o.Logger}
+	c := &Client{srv: srv, timeout: o.Timeout, dialer: o.Dialer, boot: o.Bootstrap, log: o.Logger, udpIdle: udpIdleTimeout}
 	if ip, ok := srv.IP(); ok {
 		c.target.Store(&targets{addrs: []netip.AddrPort{netip.AddrPortFrom(ip, srv.Port)}})
 	}
@@ -160,8 +163,10 @@ func (c *Client) exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("packing the query: %w", err)
 	}
+	// The ID: 0 for DoH; a random one for streams; the shared UDP socket
+	// picks one not in flight on it.
 	id := uint16(0)
-	if c.srv.Kind != HTTPS {
+	if c.srv.Kind != HTTPS && c.srv.Kind != UDP {
 		id = uint16(rand.Uint32())
 	}
 	binary.BigEndian.PutUint16(wire, id)
@@ -176,7 +181,7 @@ func (c *Client) exchange(ctx context.Context, m *mdns.Msg) (*mdns.Msg, error) {
 	var resp *mdns.Msg
 	switch c.srv.Kind {
 	case UDP:
-		resp, err = c.exchangeUDP(ctx, to, wire, id, q)
+		resp, id, err = c.exchangeUDP(ctx, to, wire, q)
 		if err == nil && resp.Truncated {
 			// The full answer does not fit a datagram: the same
 			// server over TCP (RFC 7766).
@@ -281,50 +286,6 @@ func bound(ctx context.Context, conn net.Conn) (stop func() bool) {
 		conn.SetDeadline(d)
 	}
 	return context.AfterFunc(ctx, func() { conn.SetDeadline(aLongTimeAgo) })
-}
-
-func (c *Client) exchangeUDP(ctx context.Context, to netip.AddrPort, wire []byte, id uint16, q mdns.Question) (*mdns.Msg, error) {
-	conn, err := c.dialer.DialContext(ctx, "udp", to.String())
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	stop := bound(ctx, conn)
-	defer stop()
-	deadline, _ := ctx.Deadline() // Exchange set one
-	bp := netx.GetBuf(maxMessage)
-	defer netx.PutBuf(bp)
-	buf := *bp
-	for {
-		if _, err := conn.Write(wire); err != nil {
-			return nil, err
-		}
-		wait := time.Now().Add(udpRetransmit)
-		if wait.After(deadline) {
-			wait = deadline
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		conn.SetReadDeadline(wait)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, context.Cause(ctx)
-				}
-				if errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(deadline) {
-					break // send again
-				}
-				return nil, err
-			}
-			if resp, ok := parseAnswer(buf[:n], id, q); ok {
-				return resp, nil
-			}
-			// Not the answer to this query (a late answer to an
-			// earlier send is one, and is taken): read on.
-		}
-	}
 }
 
 // parseAnswer unpacks b as the answer to the query of id and question q.
@@ -451,8 +412,9 @@ func (c *Client) putIdle(conn net.Conn, to netip.AddrPort) {
 	c.idle = append(c.idle, idleStream{c: conn, to: to, since: time.Now()})
 }
 
-// Close closes the kept connections; later exchanges fail with ErrClosed.
-// Exchanges in flight end with their contexts.
+// Close closes the kept connections and the shared UDP sockets, and waits
+// for their readers; later exchanges fail with ErrClosed, as do the UDP
+// exchanges in flight. Stream exchanges in flight end with their contexts.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -462,6 +424,7 @@ func (c *Client) Close() error {
 	for _, s := range idle {
 		s.c.Close()
 	}
+	c.closeUDP()
 	if c.doh != nil {
 		c.doh.close()
 	}
