@@ -43,7 +43,11 @@
 // anything but SERVFAIL, REFUSED and the other error codes (NXDOMAIN is an
 // answer). A server whose exchange failed is asked after the others for
 // failurePenalty (30 s), so a dead first server costs one timeout, not one
-// per question. A UDP query is sent again every udpRetransmit (1 s) until
+// per question. UDP queries to one server address share one connected
+// socket (see udpmux.go): a reader goroutine hands each answer to the
+// exchange waiting on its random ID, at most maxUDPWaiters at once, and
+// the socket is closed after udpIdleTimeout (30 s) unused or on its first
+// error. A UDP query is sent again every udpRetransmit (1 s) until
 // its deadline, and a truncated UDP answer is asked again over TCP of the
 // same server. Concurrent identical questions (name, type, class, DO and
 // CD bits) share one exchange, which runs on a goroutine the resolver owns
