@@ -45,6 +45,8 @@ func (s *Server) routes() http.Handler {
 		r.Get("/memory", s.memory)
 		r.Get("/configs", s.getConfigs)
 		r.Patch("/configs", s.patchConfigs)
+		r.Get("/dns/query", s.queryDNS)
+		r.Post("/cache/dns/flush", s.flushDNS)
 	})
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {

@@ -1,7 +1,11 @@
 package supervisor
 
 import (
+	"context"
+	"errors"
 	"fmt"
+
+	mdns "github.com/miekg/dns"
 
 	"switchyard/dns"
 	"switchyard/dns/fakeip"
@@ -183,3 +187,19 @@ func (sv *Supervisor) FlushDNS() {
 		rt.set.Flush()
 	}
 }
+
+// QueryDNS asks name (of type qtype) as a client of the DNS service would:
+// through the destinations' router, the DNS rules and the cache. It fails
+// without [dns].
+func (sv *Supervisor) QueryDNS(ctx context.Context, name string, qtype uint16) (*mdns.Msg, error) {
+	rt := sv.dnsCur.Load()
+	if rt == nil {
+		return nil, errors.New("no [dns] table: names go to the system resolver")
+	}
+	q := new(mdns.Msg)
+	q.SetQuestion(mdns.Fqdn(name), qtype)
+	return rt.set.Exchanger().Exchange(ctx, q)
+}
+
+// HasDNS reports whether a [dns] table is in force.
+func (sv *Supervisor) HasDNS() bool { return sv.dnsCur.Load() != nil }
