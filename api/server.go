@@ -50,6 +50,9 @@ type Options struct {
 	// Spec is the spec in force: the outbounds' types, the groups' check
 	// URLs, the inbounds' ports (SetSpec replaces it after a reload).
 	Spec *spec.Spec
+	// Logs, when set, is the hub of the process's log records: /logs
+	// streams them.
+	Logs *LogHub
 	// Version is what /version reports.
 	Version string
 	// LogLevel, when set, is the process's log level: PATCH /configs

@@ -43,13 +43,15 @@ func runCmd() *cobra.Command {
 				return exitError{1}
 			}
 			log, level := newLeveledLogger(s.Log, os.Stderr)
+			hub := api.NewLogHub()
+			log = slog.New(hub.Handler(log.Handler()))
 			slog.SetDefault(log)
 			logWarnings(log, warns)
 			servePprof(log)
 			// The embedded default's API is a convenience: a taken port
 			// leaves the proxy running without it.
 			return serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log,
-				serveOptions{level: level, apiOptional: path == ""})
+				serveOptions{level: level, apiOptional: path == "", logs: hub})
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (TOML); default: the embedded default")
@@ -92,6 +94,7 @@ type serveOptions struct {
 	// apiOptional: an API that cannot bind is a warning, not a failed
 	// start (the embedded default's).
 	apiOptional bool
+	logs        *api.LogHub // the process's log records, for the API's /logs
 }
 
 // startAPI serves [api] over sv; nil when the spec has none or, when
@@ -102,7 +105,7 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 	}
 	srv := api.New(sv, api.Options{
 		Secret: s.API.Secret, ExternalUI: s.API.ExternalUI, AllowOrigins: s.API.AllowOrigins,
-		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"),
+		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"), Logs: o.logs,
 	})
 	if err := srv.Start(s.API.Listen); err != nil {
 		srv.Close()
