@@ -77,4 +77,3 @@ func waitSubscribers(t *testing.T, hub *LogHub, n int) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
