@@ -100,3 +100,30 @@ func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// putConfigs is PUT /configs {"path": ..., "payload": ...}: the
+// configuration is reloaded from the payload (TOML), from the path, or,
+// with neither, from the file the process runs, exactly as SIGHUP reloads
+// it. 204 once it is applied; 400 with the refusal, the running
+// configuration still serving.
+func (s *Server) putConfigs(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Reload == nil {
+		writeError(w, http.StatusNotFound, "reloading is not available")
+		return
+	}
+	var body struct {
+		Path    string `json:"path"`
+		Payload string `json:"payload"`
+	}
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&body); err != nil {
+			writeError(w, http.StatusBadRequest, errBadRequest)
+			return
+		}
+	}
+	if err := s.opts.Reload(body.Path, []byte(body.Payload)); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

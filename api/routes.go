@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/memory", s.memory)
 		r.Get("/configs", s.getConfigs)
 		r.Patch("/configs", s.patchConfigs)
+		r.Put("/configs", s.putConfigs)
 		r.Get("/logs", s.logs)
 		r.Get("/dns/query", s.queryDNS)
 		r.Post("/cache/dns/flush", s.flushDNS)

@@ -50,6 +50,10 @@ type Options struct {
 	// Spec is the spec in force: the outbounds' types, the groups' check
 	// URLs, the inbounds' ports (SetSpec replaces it after a reload).
 	Spec *spec.Spec
+	// Reload, when set, applies a configuration as SIGHUP does: from path,
+	// from payload, or (both empty) the file the process runs. A refusal
+	// leaves the running configuration serving and is its error.
+	Reload func(path string, payload []byte) error
 	// Logs, when set, is the hub of the process's log records: /logs
 	// streams them.
 	Logs *LogHub

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,6 +96,9 @@ type serveOptions struct {
 	// start (the embedded default's).
 	apiOptional bool
 	logs        *api.LogHub // the process's log records, for the API's /logs
+	// reload applies a configuration from a path, a payload, or (both
+	// empty) the file the process runs: the API's PUT /configs.
+	reload func(path string, payload []byte) error
 }
 
 // startAPI serves [api] over sv; nil when the spec has none or, when
@@ -106,6 +110,7 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 	srv := api.New(sv, api.Options{
 		Secret: s.API.Secret, ExternalUI: s.API.ExternalUI, AllowOrigins: s.API.AllowOrigins,
 		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"), Logs: o.logs,
+		Reload: o.reload,
 	})
 	if err := srv.Start(s.API.Listen); err != nil {
 		srv.Close()
@@ -138,7 +143,51 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		log.Error("start failed", "error", err)
 		return exitError{1}
 	}
-	apiSrv, err := startAPI(s, sv, log, o)
+	var apiSrv *api.Server
+	var reloading sync.Mutex
+	var applyReload func(load func() (*spec.Spec, config.Warnings, error)) error
+	// applyReload loads a configuration with load and applies it, as
+	// SIGHUP does and as the API's PUT /configs asks; a refusal leaves the
+	// running configuration serving and is the error returned.
+	applyReload = func(load func() (*spec.Spec, config.Warnings, error)) error {
+		reloading.Lock()
+		defer reloading.Unlock()
+		log.Info("reloading the configuration")
+		next, warns, err := load()
+		if err != nil {
+			var errs config.Errors
+			if errors.As(err, &errs) {
+				for _, e := range errs {
+					log.Error("reload refused, the running configuration stays: " + e.Error())
+				}
+			} else {
+				log.Error("reload refused, the running configuration stays: " + err.Error())
+			}
+			return err
+		}
+		logWarnings(log, warns)
+		if err := sv.Apply(next); err != nil {
+			return err
+		}
+		log.Info("reload applied")
+		if apiSrv != nil {
+			apiSrv.SetSpec(next)
+			if !spec.Equal(next.API, s.API) {
+				log.Warn("the [api] table changed: the API keeps its running settings until a restart")
+			}
+		}
+		return nil
+	}
+	o.reload = func(path string, payload []byte) error {
+		switch {
+		case len(payload) > 0:
+			return applyReload(func() (*spec.Spec, config.Warnings, error) { return config.Parse(payload, "PUT /configs payload") })
+		case path != "":
+			return applyReload(func() (*spec.Spec, config.Warnings, error) { return config.Load(path) })
+		}
+		return applyReload(reload)
+	}
+	apiSrv, err = startAPI(s, sv, log, o)
 	if err != nil {
 		log.Error("start failed", "error", err)
 		sv.Close()
@@ -149,29 +198,7 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 			logStats(log, sv)
 			continue
 		}
-		log.Info("reloading the configuration")
-		next, warns, err := reload()
-		if err != nil {
-			var errs config.Errors
-			if errors.As(err, &errs) {
-				for _, e := range errs {
-					log.Error("reload refused, the running configuration stays: " + e.Error())
-				}
-			} else {
-				log.Error("reload refused, the running configuration stays: " + err.Error())
-			}
-			continue
-		}
-		logWarnings(log, warns)
-		if sv.Apply(next) == nil {
-			log.Info("reload applied")
-			if apiSrv != nil {
-				apiSrv.SetSpec(next)
-				if !spec.Equal(next.API, s.API) {
-					log.Warn("the [api] table changed: the API keeps its running settings until a restart")
-				}
-			}
-		}
+		applyReload(reload)
 	}
 	log.Info("stopping")
 	done := make(chan struct{})
