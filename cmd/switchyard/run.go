@@ -143,13 +143,16 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		log.Error("start failed", "error", err)
 		return exitError{1}
 	}
-	var apiSrv *api.Server
-	var reloading sync.Mutex
-	var applyReload func(load func() (*spec.Spec, config.Warnings, error)) error
+	// reloading serializes reloads (SIGHUP, the API's PUT /configs) and
+	// guards apiSrv, which a reload the API asks for reads.
+	var (
+		reloading sync.Mutex
+		apiSrv    *api.Server
+	)
 	// applyReload loads a configuration with load and applies it, as
 	// SIGHUP does and as the API's PUT /configs asks; a refusal leaves the
 	// running configuration serving and is the error returned.
-	applyReload = func(load func() (*spec.Spec, config.Warnings, error)) error {
+	applyReload := func(load func() (*spec.Spec, config.Warnings, error)) error {
 		reloading.Lock()
 		defer reloading.Unlock()
 		log.Info("reloading the configuration")
@@ -187,12 +190,15 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		}
 		return applyReload(reload)
 	}
-	apiSrv, err = startAPI(s, sv, log, o)
+	started, err := startAPI(s, sv, log, o)
 	if err != nil {
 		log.Error("start failed", "error", err)
 		sv.Close()
 		return exitError{1}
 	}
+	reloading.Lock()
+	apiSrv = started
+	reloading.Unlock()
 	for sig := <-sigs; sig == syscall.SIGHUP || sig == syscall.SIGUSR1; sig = <-sigs {
 		if sig == syscall.SIGUSR1 {
 			logStats(log, sv)
