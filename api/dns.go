@@ -111,3 +111,22 @@ func (s *Server) flushDNS(w http.ResponseWriter, _ *http.Request) {
 	b.FlushDNS()
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// fakeIPBackend is what POST /cache/fakeip/flush needs of the backend.
+type fakeIPBackend interface {
+	FlushFakeIPs() (int, bool)
+}
+
+// flushFakeIPs answers POST /cache/fakeip/flush: every fake IP mapping is
+// forgotten (204); 404 without fake IPs.
+func (s *Server) flushFakeIPs(w http.ResponseWriter, _ *http.Request) {
+	b, ok := s.b.(fakeIPBackend)
+	if ok {
+		_, ok = b.FlushFakeIPs()
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "fake IPs are disabled")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

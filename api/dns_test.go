@@ -41,6 +41,10 @@ func TestDNSQueryAndFlush(t *testing.T) {
 	s, _, err := config.Parse([]byte(`
 [dns]
 servers = ["udp://`+stub+`"]
+serve = true
+
+[dns.fakeip]
+ipv4 = "198.18.0.0/15"
 `), "dns.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +92,9 @@ servers = ["udp://`+stub+`"]
 	if code, body := r.do(t, http.MethodGet, "/dns/query?name=x&type=BOGUS", "", ""); code != 400 || !strings.Contains(string(body), "invalid query type") {
 		t.Fatalf("a bad type: %d %s", code, body)
 	}
+	if code, _ := r.do(t, http.MethodPost, "/cache/fakeip/flush", "", ""); code != http.StatusNoContent {
+		t.Fatalf("fake IP flush: %d", code)
+	}
 }
 
 // Without [dns] the endpoints say the section is disabled.
@@ -95,5 +102,8 @@ func TestDNSEndpointsWithoutDNS(t *testing.T) {
 	r := newRig(t, Options{})
 	if code, body := r.do(t, http.MethodGet, "/dns/query?name=example.test", "", ""); code != 404 {
 		t.Fatalf("query without [dns]: %d %s", code, body)
+	}
+	if code, _ := r.do(t, http.MethodPost, "/cache/fakeip/flush", "", ""); code != 404 {
+		t.Fatalf("fake IP flush without fake IPs: %d", code)
 	}
 }

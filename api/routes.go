@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/logs", s.logs)
 		r.Get("/dns/query", s.queryDNS)
 		r.Post("/cache/dns/flush", s.flushDNS)
+		r.Post("/cache/fakeip/flush", s.flushFakeIPs)
 	})
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {

@@ -203,3 +203,14 @@ func (sv *Supervisor) QueryDNS(ctx context.Context, name string, qtype uint16) (
 
 // HasDNS reports whether a [dns] table is in force.
 func (sv *Supervisor) HasDNS() bool { return sv.dnsCur.Load() != nil }
+
+// FlushFakeIPs forgets every fake IP mapping; ok is false without fake IPs.
+func (sv *Supervisor) FlushFakeIPs() (dropped int, ok bool) {
+	rt := sv.dnsCur.Load()
+	if rt == nil || rt.fake == nil {
+		return 0, false
+	}
+	n := rt.fake.Flush()
+	sv.log.Info("fake IP mappings flushed", "mappings", n)
+	return n, true
+}

@@ -260,3 +260,16 @@ func (t *Table) pushBack(i int32) {
 		t.head = i
 	}
 }
+
+// Flush forgets every mapping: the next question for any name gets a fresh
+// address, and a flow to an address handed out before is refused (it maps
+// to no name). It returns how many mappings were dropped.
+func (t *Table) Flush() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(t.byName)
+	t.byName = make(map[string]int32)
+	t.slots, t.free = nil, nil
+	t.head, t.tail = -1, -1
+	return n
+}

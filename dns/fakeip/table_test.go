@@ -369,3 +369,23 @@ func TestBinaryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Flush forgets every mapping; the table hands addresses out again from
+// the start of its range.
+func TestFlush(t *testing.T) {
+	tb, err := New(Config{IPv4: netip.MustParsePrefix("198.18.0.0/24")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := tb.Lookup("a.test")
+	tb.Lookup("b.test")
+	if n := tb.Flush(); n != 2 || tb.Len() != 0 {
+		t.Fatalf("flushed %d, %d left", n, tb.Len())
+	}
+	if _, ok := tb.Name(a); ok {
+		t.Fatal("an address handed out before the flush still has a name")
+	}
+	if b, _ := tb.Lookup("b.test"); b != a {
+		t.Fatalf("after a flush the first name got %v, want the range's first address %v", b, a)
+	}
+}
