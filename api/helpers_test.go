@@ -56,6 +56,7 @@ members = ["d1", "d2"]
 
 [health]
 tcp_check_url = ["WEB/generate_204"]
+udp_check_dns = []
 check_interval = "1h"
 check_timeout = "2s"
 

@@ -47,6 +47,7 @@ func (s *Server) routes() http.Handler {
 		r.Patch("/configs", s.patchConfigs)
 		r.Put("/configs", s.putConfigs)
 		r.Get("/logs", s.logs)
+		r.Get("/rules", s.rules)
 		r.Get("/dns/query", s.queryDNS)
 		r.Post("/cache/dns/flush", s.flushDNS)
 		r.Post("/cache/fakeip/flush", s.flushFakeIPs)

@@ -106,6 +106,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Chain:       r.path(), // once per sub-link, never per packet
 	}
 	s.node = r.leaf.Node()
+	pl.Hit(r.rule)
 	l.flush(s, l.tracker.Link(meta, raw), pl)
 }
 

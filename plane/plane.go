@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,40 @@ type Plane struct {
 	// FakeIPs, when set, maps the fake addresses the DNS service answered
 	// with back to their names (see Unfake).
 	FakeIPs FakeIPs
+
+	// hits counts, per rule and then for the final target, the flows
+	// routed by it: each TCP flow, and each UDP sub-link opened (not each
+	// packet). Made with the plane's first Hit; see Hits.
+	hitsOnce sync.Once
+	hits     []atomic.Uint64
+}
+
+func (p *Plane) hitTable() []atomic.Uint64 {
+	p.hitsOnce.Do(func() { p.hits = make([]atomic.Uint64, len(p.Rules)+1) })
+	return p.hits
+}
+
+// Hit counts one flow routed by the rule of index i (Final for the final
+// target; Intercepted is not counted).
+func (p *Plane) Hit(i int) {
+	h := p.hitTable()
+	switch {
+	case i == Final:
+		h[len(h)-1].Add(1)
+	case i >= 0 && i < len(h)-1:
+		h[i].Add(1)
+	}
+}
+
+// Hits returns the flows each rule routed since the plane was published,
+// in rule order, and the final target's last.
+func (p *Plane) Hits() []uint64 {
+	h := p.hitTable()
+	out := make([]uint64, len(h))
+	for i := range h {
+		out[i] = h[i].Load()
+	}
+	return out
 }
 
 // FakeIPs is the fake IP table as the plane reads it.

@@ -53,3 +53,16 @@ func TestUnfake(t *testing.T) {
 		t.Fatalf("outside the range: %v %v", got, err)
 	}
 }
+
+// Hit counts flows per rule and for the final target; Hits reads them in
+// rule order, the final's last.
+func TestRuleHits(t *testing.T) {
+	p := &plane.Plane{Rules: make([]plane.Rule, 2)}
+	p.Hit(1)
+	p.Hit(1)
+	p.Hit(plane.Final)
+	p.Hit(plane.Intercepted)
+	if got := p.Hits(); len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 1 {
+		t.Fatalf("hits %v", got)
+	}
+}

@@ -88,6 +88,7 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 // chain the routing took (plane.Query.Path).
 func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn net.Conn, leaf *plane.Target, rule int, chain []string, err error) {
 	target, rule := p.Route(&f)
+	p.Hit(rule)
 	var q plane.Query
 	q.Network, q.Dst = netx.TCP, f.Dst
 	leaf = target.Resolve(&q)
