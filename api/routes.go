@@ -48,6 +48,7 @@ func (s *Server) routes() http.Handler {
 		r.Put("/configs", s.putConfigs)
 		r.Get("/logs", s.logs)
 		r.Get("/rules", s.rules)
+		s.nativeRoutes(r)
 		r.Get("/dns/query", s.queryDNS)
 		r.Post("/cache/dns/flush", s.flushDNS)
 		r.Post("/cache/fakeip/flush", s.flushFakeIPs)

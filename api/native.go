@@ -1,0 +1,232 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"switchyard/group"
+	"switchyard/health"
+	"switchyard/netx"
+)
+
+// The native API, under /switchyard/v1/: what Clash's cannot say — a
+// selector write per network, each group's selection chain and why its
+// pick won per network, each node's six health states with their history,
+// and the dial admission counts.
+
+// admissionBackend gives the dial admission counts.
+type admissionBackend interface {
+	Admission() (generation, process netx.Stats)
+}
+
+func (s *Server) nativeRoutes(r chi.Router) {
+	r.Get("/switchyard/v1/groups", s.nativeGroups)
+	r.Get("/switchyard/v1/groups/{name}", s.nativeGroup)
+	r.Put("/switchyard/v1/groups/{name}/select", s.nativeSelect)
+	r.Get("/switchyard/v1/nodes/{name}", s.nativeNode)
+	r.Get("/switchyard/v1/admission", s.nativeAdmission)
+}
+
+type candidateJSON struct {
+	Member    string  `json:"member"`
+	Kind      string  `json:"kind"`
+	Leaf      string  `json:"leaf"`
+	Eligible  bool    `json:"eligible"`
+	Excluded  string  `json:"excluded,omitempty"`
+	Why       string  `json:"why,omitempty"`
+	LatencyMS float64 `json:"latency_ms,omitempty"`
+	Measured  bool    `json:"measured"`
+	Strikes   int     `json:"strikes"`
+}
+
+type pickJSON struct {
+	Winner     string          `json:"winner"`
+	Leaf       string          `json:"leaf"`
+	Chain      []string        `json:"chain"`
+	Final      string          `json:"final,omitempty"`
+	Reason     string          `json:"reason"`
+	Sentence   string          `json:"sentence"`
+	Candidates []candidateJSON `json:"candidates"`
+	Since      *time.Time      `json:"since,omitempty"`
+}
+
+type groupJSON struct {
+	Tag       string              `json:"tag"`
+	Policy    string              `json:"policy"`
+	ID        string              `json:"id"`
+	Created   time.Time           `json:"created"`
+	Members   []string            `json:"members"`
+	Final     string              `json:"final,omitempty"`
+	Interrupt bool                `json:"interrupt"`
+	Chosen    map[string]string   `json:"chosen,omitempty"`
+	Networks  map[string]pickJSON `json:"networks"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func pickOf(x group.Explanation) pickJSON {
+	p := pickJSON{Winner: x.Winner, Leaf: x.Leaf, Chain: x.Chain, Final: x.Final, Reason: string(x.Reason), Sentence: x.Sentence}
+	if !x.Since.IsZero() {
+		t := x.Since
+		p.Since = &t
+	}
+	for _, c := range x.Candidates {
+		p.Candidates = append(p.Candidates, candidateJSON{Member: c.Member, Kind: c.Kind, Leaf: c.Leaf, Eligible: c.Eligible,
+			Excluded: string(c.Excluded), Why: c.Why, LatencyMS: ms(c.Latency), Measured: c.Measured, Strikes: c.Strikes})
+	}
+	return p
+}
+
+func (s *Server) groupJSON(m *group.Manager, in group.Info) groupJSON {
+	id := health.NodeID(in.Identity.ID)
+	g := groupJSON{Tag: in.Tag, Policy: in.Policy, ID: id.String(), Created: in.Identity.Created, Members: in.Members,
+		Final: in.Final, Interrupt: in.Interrupt, Networks: map[string]pickJSON{}}
+	if in.Policy == "selector" {
+		g.Chosen = map[string]string{"tcp": in.Chosen[0], "udp": in.Chosen[1]}
+	}
+	for _, n := range [...]netx.Network{netx.TCP, netx.UDP} {
+		g.Networks[n.String()] = pickOf(m.Explain(in.Tag, n, netx.V4))
+	}
+	return g
+}
+
+func (s *Server) nativeGroups(w http.ResponseWriter, _ *http.Request) {
+	out := []groupJSON{}
+	if m := s.b.Groups(); m != nil {
+		for _, in := range m.Groups() {
+			out = append(out, s.groupJSON(m, in))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"groups": out})
+}
+
+func (s *Server) nativeGroup(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	if m := s.b.Groups(); m != nil {
+		for _, in := range m.Groups() {
+			if in.Tag == name {
+				writeJSON(w, http.StatusOK, s.groupJSON(m, in))
+				return
+			}
+		}
+	}
+	writeError(w, http.StatusNotFound, errNotFound)
+}
+
+// nativeSelect is PUT /switchyard/v1/groups/{name}/select
+// {"member": …, "network": "tcp" | "udp" | "both"}: the selector's choice
+// for that network (both when omitted), and how many flows through the
+// old choice were interrupted.
+func (s *Server) nativeSelect(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Member  string `json:"member"`
+		Network string `json:"network"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.Member == "" {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	var nets []netx.Network
+	switch body.Network {
+	case "", "both":
+	case "tcp":
+		nets = []netx.Network{netx.TCP}
+	case "udp":
+		nets = []netx.Network{netx.UDP}
+	default:
+		writeError(w, http.StatusBadRequest, `network must be "tcp", "udp" or "both"`)
+		return
+	}
+	n, err := s.b.SelectGroup(chi.URLParam(r, "name"), body.Member, nets...)
+	switch {
+	case errors.Is(err, group.ErrUnknownGroup):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, map[string]int{"interrupted": n})
+	}
+}
+
+type sampleJSON struct {
+	Time      time.Time `json:"time"`
+	DelayMS   float64   `json:"delay_ms"`
+	OK        bool      `json:"ok"`
+	Synthetic bool      `json:"synthetic,omitempty"`
+}
+
+type stateJSON struct {
+	Observed        bool         `json:"observed"`
+	Alive           bool         `json:"alive"`
+	ProbeFailures   int          `json:"probe_failures"`
+	TrafficFailures int          `json:"traffic_failures"`
+	CooldownUntil   *time.Time   `json:"cooldown_until,omitempty"`
+	LatencyMS       *float64     `json:"latency_ms,omitempty"`
+	History         []sampleJSON `json:"history"`
+}
+
+// nativeNode is GET /switchyard/v1/nodes/{name}: the node's six health
+// states (tcp, dns_udp, data_udp × ipv4, ipv6) with their history, its
+// strikes and its last real delay.
+func (s *Server) nativeNode(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	id, ok := s.b.NodeID(name)
+	h := s.b.Health()
+	if !ok || h == nil {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	st, ok := h.State(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "the node is not probed: no group reaches it")
+		return
+	}
+	states := map[string]map[string]stateJSON{}
+	for _, d := range health.Domains {
+		states[d.String()] = map[string]stateJSON{}
+		for _, f := range health.Families {
+			ds := st.Of(d, f)
+			j := stateJSON{Observed: ds.Observed, Alive: ds.Alive, ProbeFailures: ds.ProbeFailures, TrafficFailures: ds.TrafficFailures, History: []sampleJSON{}}
+			if !ds.CooldownUntil.IsZero() {
+				t := ds.CooldownUntil
+				j.CooldownUntil = &t
+			}
+			if ds.HasLatency {
+				v := ms(ds.Latency)
+				j.LatencyMS = &v
+			}
+			for _, smp := range ds.History {
+				j.History = append(j.History, sampleJSON{Time: smp.Time, DelayMS: ms(smp.Delay), OK: smp.Delay > 0, Synthetic: smp.Synthetic})
+			}
+			fam := "ipv4"
+			if f == netx.V6 {
+				fam = "ipv6"
+			}
+			states[d.String()][fam] = j
+		}
+	}
+	out := map[string]any{"name": name, "id": id.String(), "strikes": st.Strikes, "states": states}
+	if st.HasLastReal {
+		out["last_real_delay_ms"] = ms(st.LastReal.Delay)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// nativeAdmission is GET /switchyard/v1/admission: the generation's dial
+// admission and the process gate every generation shares.
+func (s *Server) nativeAdmission(w http.ResponseWriter, _ *http.Request) {
+	b, ok := s.b.(admissionBackend)
+	if !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	gen, proc := b.Admission()
+	stats := func(st netx.Stats) map[string]any {
+		return map[string]any{"limit": st.Limit, "in_use": st.InUse, "waiting": st.Waiting}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"generation": stats(gen), "process": stats(proc)})
+}
