@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"switchyard/bench/internal/benchkit"
 	"text/tabwriter"
 )
 
@@ -114,7 +115,7 @@ func report(c *loadConfig, rs []runResult) {
 	fmt.Println("user+system CPU per 1,000 answers in the best run. * = a run disturbed by other processes.")
 	var peaks []string
 	for _, t := range c.targets {
-		if kib, err := procPeakRSS(t.pid); err == nil {
+		if kib, err := benchkit.ProcStatusKiB(t.pid, "VmHWM:"); err == nil {
 			peaks = append(peaks, fmt.Sprintf("%s %.1f", t.name, float64(kib)/1024))
 		}
 	}

@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"strconv"
 	"strings"
+	"switchyard/bench/internal/benchkit"
 	"sync/atomic"
 	"time"
 )
@@ -33,43 +33,12 @@ type targetFlag []target
 func (f *targetFlag) String() string { return fmt.Sprint(*f) }
 
 func (f *targetFlag) Set(v string) error {
-	name, rest, ok := strings.Cut(v, "=")
-	if !ok || name == "" {
-		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
-	}
-	addr, pidText, ok := strings.Cut(rest, ",")
-	if !ok {
-		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("target %s: %w", name, err)
-	}
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 {
-		return fmt.Errorf("target %s: bad pid %q", name, pidText)
+	name, addr, pid, err := benchkit.ParseTarget(v)
+	if err != nil {
+		return err
 	}
 	*f = append(*f, target{name: name, addr: addr, pid: pid})
 	return nil
-}
-
-func envDuration(key string, def time.Duration) time.Duration {
-	if v := os.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		fmt.Fprintf(os.Stderr, "dnsbench: ignoring %s=%q: not a duration\n", key, v)
-	}
-	return def
-}
-
-func envInt(key string, def int) int {
-	if v := os.Getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-		fmt.Fprintf(os.Stderr, "dnsbench: ignoring %s=%q: not an integer\n", key, v)
-	}
-	return def
 }
 
 func parseLoadFlags(args []string) (*loadConfig, error) {
@@ -83,15 +52,15 @@ func parseLoadFlags(args []string) (*loadConfig, error) {
 	)
 	fs.Var(&targets, "target", "NAME=ADDR,PID: a router's SOCKS5 inbound and its process (twice: subject, then baseline)")
 	fs.StringVar(&stub, "stub", os.Getenv("BENCH_STUB"), "ADDR[,PID] of the stub upstream (BENCH_STUB); with PID its CPU is not counted as another process's")
-	fs.IntVar(&c.assocs, "assoc", envInt("BENCH_ASSOC", 8), "associations per run (BENCH_ASSOC)")
-	fs.IntVar(&c.depth, "inflight", envInt("BENCH_INFLIGHT", 16), "queries in flight per association (BENCH_INFLIGHT)")
-	fs.DurationVar(&c.duration, "duration", envDuration("BENCH_DURATION", 10*time.Second), "measured time of each run (BENCH_DURATION; quick 2s)")
-	fs.DurationVar(&c.lead, "lead", envDuration("BENCH_LEAD", time.Second), "unmeasured lead-in of each run, under the same load (BENCH_LEAD; quick 0.5s)")
-	fs.IntVar(&c.rounds, "rounds", envInt("BENCH_ROUNDS", 3), "rounds; each runs every mode against every target, the order of targets flipping every round (BENCH_ROUNDS; quick 1)")
-	fs.DurationVar(&c.timeout, "timeout", envDuration("BENCH_TIMEOUT", 2*time.Second), "a query without an answer this long is lost (BENCH_TIMEOUT)")
-	fs.IntVar(&c.names, "names", envInt("BENCH_NAMES", 100), "names of the warm set (BENCH_NAMES)")
-	fs.DurationVar(&c.quiet, "quiet", envDuration("BENCH_QUIET", 15*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (BENCH_QUIET; quick 0)")
-	fs.StringVar(&modes, "modes", envString("BENCH_MODES", "warm,cold"), "modes to run, in order (BENCH_MODES)")
+	fs.IntVar(&c.assocs, "assoc", benchkit.EnvInt("BENCH_ASSOC", 8), "associations per run (BENCH_ASSOC)")
+	fs.IntVar(&c.depth, "inflight", benchkit.EnvInt("BENCH_INFLIGHT", 16), "queries in flight per association (BENCH_INFLIGHT)")
+	fs.DurationVar(&c.duration, "duration", benchkit.EnvDuration("BENCH_DURATION", 10*time.Second), "measured time of each run (BENCH_DURATION; quick 2s)")
+	fs.DurationVar(&c.lead, "lead", benchkit.EnvDuration("BENCH_LEAD", time.Second), "unmeasured lead-in of each run, under the same load (BENCH_LEAD; quick 0.5s)")
+	fs.IntVar(&c.rounds, "rounds", benchkit.EnvInt("BENCH_ROUNDS", 3), "rounds; each runs every mode against every target, the order of targets flipping every round (BENCH_ROUNDS; quick 1)")
+	fs.DurationVar(&c.timeout, "timeout", benchkit.EnvDuration("BENCH_TIMEOUT", 2*time.Second), "a query without an answer this long is lost (BENCH_TIMEOUT)")
+	fs.IntVar(&c.names, "names", benchkit.EnvInt("BENCH_NAMES", 100), "names of the warm set (BENCH_NAMES)")
+	fs.DurationVar(&c.quiet, "quiet", benchkit.EnvDuration("BENCH_QUIET", 15*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (BENCH_QUIET; quick 0)")
+	fs.StringVar(&modes, "modes", benchkit.EnvString("BENCH_MODES", "warm,cold"), "modes to run, in order (BENCH_MODES)")
 	fs.BoolVar(&quick, "quick", os.Getenv("BENCH_QUICK") != "", "smoke run: the quick values above unless given explicitly (BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -146,13 +115,6 @@ func parseLoadFlags(args []string) (*loadConfig, error) {
 		return nil, errors.New("-duration and -timeout must be positive")
 	}
 	return &c, nil
-}
-
-func envString(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // runResult is one measured run of one mode against one target.

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"switchyard/bench/internal/benchkit"
 	"time"
 )
 
@@ -47,33 +48,6 @@ type config struct {
 	switchyardLog             string
 }
 
-func envDuration(key string, def time.Duration) time.Duration {
-	if v := os.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		fmt.Fprintf(os.Stderr, "failover: ignoring %s=%q: not a duration\n", key, v)
-	}
-	return def
-}
-
-func envInt(key string, def int) int {
-	if v := os.Getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-		fmt.Fprintf(os.Stderr, "failover: ignoring %s=%q: not an integer\n", key, v)
-	}
-	return def
-}
-
-func envString(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("failover", flag.ContinueOnError)
 	var (
@@ -85,16 +59,16 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.switchyard, "switchyard", os.Getenv("BENCH_SWITCHYARD"), "switchyard binary (env BENCH_SWITCHYARD)")
 	fs.StringVar(&c.singbox, "singbox", os.Getenv("BENCH_SINGBOX"), "sing-box binary (env BENCH_SINGBOX)")
 	fs.StringVar(&c.work, "work", os.Getenv("BENCH_WORK"), "folder for the configs and logs (env BENCH_WORK; default a new temporary one)")
-	fs.StringVar(&routers, "routers", envString("BENCH_ROUTERS", "switchyard,sing-box"), "routers to measure, in order (env BENCH_ROUTERS)")
-	fs.IntVar(&c.trials, "trials", envInt("BENCH_TRIALS", 5), "trials per router (env BENCH_TRIALS)")
-	fs.DurationVar(&c.pace, "pace", envDuration("BENCH_PACE", 50*time.Millisecond), "one client flow starts every pace, or when the one before ends if later (env BENCH_PACE)")
-	fs.DurationVar(&c.steady, "steady", envDuration("BENCH_STEADY", 3*time.Second), "flows before the kill (plus a random part of the check interval), and how long flows must keep succeeding for the router to count as recovered (env BENCH_STEADY)")
-	fs.IntVar(&c.flap, "flap", envInt("BENCH_FLAP", 100), "flows counted after the restarted upstream is measured again (env BENCH_FLAP)")
-	fs.DurationVar(&c.interval, "interval", envDuration("BENCH_INTERVAL", 0), "check interval of both routers' groups (env BENCH_INTERVAL; 0: each router's default, switchyard 30s, sing-box 3m)")
-	fs.DurationVar(&c.probeDelay, "probe-delay", envDuration("BENCH_PROBE_DELAY", 10*time.Millisecond), "the probe URL answers after this long, so a probe measures a delay above 0 ms (env BENCH_PROBE_DELAY)")
-	fs.DurationVar(&c.flowTimeout, "flow-timeout", envDuration("BENCH_FLOW_TIMEOUT", 10*time.Second), "a client flow not done in this long fails (env BENCH_FLOW_TIMEOUT)")
-	fs.Uint64Var(&c.seed, "seed", uint64(envInt("BENCH_SEED", 0)), "seed of the random part of the time before each kill (env BENCH_SEED; 0: from the clock)")
-	fs.StringVar(&c.switchyardLog, "switchyard-log", envString("BENCH_SWITCHYARD_LOG", "info"), "switchyard's [log] level (debug shows its retries and strikes) (env BENCH_SWITCHYARD_LOG)")
+	fs.StringVar(&routers, "routers", benchkit.EnvString("BENCH_ROUTERS", "switchyard,sing-box"), "routers to measure, in order (env BENCH_ROUTERS)")
+	fs.IntVar(&c.trials, "trials", benchkit.EnvInt("BENCH_TRIALS", 5), "trials per router (env BENCH_TRIALS)")
+	fs.DurationVar(&c.pace, "pace", benchkit.EnvDuration("BENCH_PACE", 50*time.Millisecond), "one client flow starts every pace, or when the one before ends if later (env BENCH_PACE)")
+	fs.DurationVar(&c.steady, "steady", benchkit.EnvDuration("BENCH_STEADY", 3*time.Second), "flows before the kill (plus a random part of the check interval), and how long flows must keep succeeding for the router to count as recovered (env BENCH_STEADY)")
+	fs.IntVar(&c.flap, "flap", benchkit.EnvInt("BENCH_FLAP", 100), "flows counted after the restarted upstream is measured again (env BENCH_FLAP)")
+	fs.DurationVar(&c.interval, "interval", benchkit.EnvDuration("BENCH_INTERVAL", 0), "check interval of both routers' groups (env BENCH_INTERVAL; 0: each router's default, switchyard 30s, sing-box 3m)")
+	fs.DurationVar(&c.probeDelay, "probe-delay", benchkit.EnvDuration("BENCH_PROBE_DELAY", 10*time.Millisecond), "the probe URL answers after this long, so a probe measures a delay above 0 ms (env BENCH_PROBE_DELAY)")
+	fs.DurationVar(&c.flowTimeout, "flow-timeout", benchkit.EnvDuration("BENCH_FLOW_TIMEOUT", 10*time.Second), "a client flow not done in this long fails (env BENCH_FLOW_TIMEOUT)")
+	fs.Uint64Var(&c.seed, "seed", uint64(benchkit.EnvInt("BENCH_SEED", 0)), "seed of the random part of the time before each kill (env BENCH_SEED; 0: from the clock)")
+	fs.StringVar(&c.switchyardLog, "switchyard-log", benchkit.EnvString("BENCH_SWITCHYARD_LOG", "info"), "switchyard's [log] level (debug shows its retries and strikes) (env BENCH_SWITCHYARD_LOG)")
 	fs.BoolVar(&quick, "quick", os.Getenv("BENCH_QUICK") != "", "smoke run: 1 trial, 10s check interval for both, 2s steady, 40 flap flows (flags given explicitly still win) (env BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"strconv"
+	"switchyard/bench/internal/benchkit"
 	"time"
 )
 
@@ -19,7 +18,7 @@ type cpuMark struct {
 }
 
 func markCPU(pid int) cpuMark {
-	return cpuMark{at: time.Now(), machine: machineBusy(), self: procCPU(os.Getpid()), px: procCPU(pid)}
+	return cpuMark{at: time.Now(), machine: benchkit.MachineBusy(), self: benchkit.ProcCPU(os.Getpid()), px: benchkit.ProcCPU(pid)}
 }
 
 // loadSince reports, in cores averaged since m, the proxy's CPU use and the
@@ -33,28 +32,6 @@ func loadSince(m cpuMark, pid int) (proxy, other float64) {
 	proxy = (n.px - m.px).Seconds() / secs
 	other = ((n.machine - m.machine) - (n.self - m.self) - (n.px - m.px)).Seconds() / secs
 	return proxy, max(other, 0)
-}
-
-// machineBusy is the CPU time of all CPUs spent in processes, from
-// /proc/stat (user, nice, system, steal), or 0 when unreadable. Interrupt
-// and softirq time are left out: on loopback they are mostly this
-// benchmark's own network processing, not another process's work.
-func machineBusy() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 9 || string(f[0]) != "cpu" {
-		return 0
-	}
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 8} { // user, nice, system, steal
-		v, _ := strconv.ParseInt(string(f[i]), 10, 64)
-		ticks += v
-	}
-	return time.Duration(ticks) * (time.Second / 100)
 }
 
 // waitQuiet waits, up to limit, until the machine's CPU use other than this

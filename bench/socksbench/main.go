@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"switchyard/bench/internal/benchkit"
 	"syscall"
 	"time"
 )
@@ -59,50 +60,12 @@ type targetFlag []target
 func (f *targetFlag) String() string { return fmt.Sprint(*f) }
 
 func (f *targetFlag) Set(v string) error {
-	name, rest, ok := strings.Cut(v, "=")
-	if !ok || name == "" {
-		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
-	}
-	addr, pidText, ok := strings.Cut(rest, ",")
-	if !ok {
-		return fmt.Errorf("want NAME=ADDR,PID, got %q", v)
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("target %s: %w", name, err)
-	}
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 {
-		return fmt.Errorf("target %s: bad pid %q", name, pidText)
+	name, addr, pid, err := benchkit.ParseTarget(v)
+	if err != nil {
+		return err
 	}
 	*f = append(*f, target{name: name, addr: addr, pid: pid})
 	return nil
-}
-
-func envDuration(key string, def time.Duration) time.Duration {
-	if v := os.Getenv(key); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		fmt.Fprintf(os.Stderr, "socksbench: ignoring %s=%q: not a duration\n", key, v)
-	}
-	return def
-}
-
-func envInt(key string, def int) int {
-	if v := os.Getenv(key); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-		fmt.Fprintf(os.Stderr, "socksbench: ignoring %s=%q: not an integer\n", key, v)
-	}
-	return def
-}
-
-func envString(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func envBool(key string) bool {
@@ -120,17 +83,17 @@ func parseFlags(args []string) (*config, error) {
 		quick   bool
 	)
 	fs.Var(&targets, "target", "a proxy to measure, `NAME=ADDR,PID` (SOCKS5 listen address, process id); give one to three, the first is the subject, ratios are first/each other")
-	fs.DurationVar(&c.bulk, "bulk", envDuration("BENCH_BULK", 10*time.Second), "measured time of each bulk run, per direction (env BENCH_BULK)")
-	fs.DurationVar(&c.rate, "rate", envDuration("BENCH_RATE", 10*time.Second), "measured time of each connection-rate run (env BENCH_RATE)")
-	fs.DurationVar(&c.warmup, "warmup", envDuration("BENCH_WARMUP", time.Second), "unmeasured lead-in of every timed run (env BENCH_WARMUP)")
-	fs.IntVar(&c.rounds, "rounds", envInt("BENCH_ROUNDS", 3), "rounds of the timed runs, targets alternating; the best round counts (env BENCH_ROUNDS)")
-	fs.IntVar(&c.streams, "streams", envInt("BENCH_STREAMS", 8), "concurrent bulk streams (env BENCH_STREAMS)")
-	fs.IntVar(&c.workers, "workers", envInt("BENCH_WORKERS", 64), "concurrent connection-rate workers (env BENCH_WORKERS)")
-	fs.IntVar(&c.conns, "conns", envInt("BENCH_CONNS", 2000), "idle connections per memory batch (env BENCH_CONNS)")
-	fs.IntVar(&c.batches, "batches", envInt("BENCH_MEM_BATCHES", 2), "memory batches, each opened on top of the previous; the median counts (env BENCH_MEM_BATCHES)")
-	fs.DurationVar(&c.quiet, "quiet", envDuration("BENCH_QUIET", 30*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (0: do not wait) (env BENCH_QUIET)")
-	fs.IntVar(&c.retries, "retries", envInt("BENCH_RETRIES", 2), "repeat a timed run marked DISTURBED up to this many times; every run counts toward the best (env BENCH_RETRIES)")
-	fs.StringVar(&dest, "dest", envString("BENCH_DEST", "127.0.0.1"), "local IP `address` the harness's sink, source and echo servers listen on and every SOCKS5 CONNECT asks for (env BENCH_DEST)")
+	fs.DurationVar(&c.bulk, "bulk", benchkit.EnvDuration("BENCH_BULK", 10*time.Second), "measured time of each bulk run, per direction (env BENCH_BULK)")
+	fs.DurationVar(&c.rate, "rate", benchkit.EnvDuration("BENCH_RATE", 10*time.Second), "measured time of each connection-rate run (env BENCH_RATE)")
+	fs.DurationVar(&c.warmup, "warmup", benchkit.EnvDuration("BENCH_WARMUP", time.Second), "unmeasured lead-in of every timed run (env BENCH_WARMUP)")
+	fs.IntVar(&c.rounds, "rounds", benchkit.EnvInt("BENCH_ROUNDS", 3), "rounds of the timed runs, targets alternating; the best round counts (env BENCH_ROUNDS)")
+	fs.IntVar(&c.streams, "streams", benchkit.EnvInt("BENCH_STREAMS", 8), "concurrent bulk streams (env BENCH_STREAMS)")
+	fs.IntVar(&c.workers, "workers", benchkit.EnvInt("BENCH_WORKERS", 64), "concurrent connection-rate workers (env BENCH_WORKERS)")
+	fs.IntVar(&c.conns, "conns", benchkit.EnvInt("BENCH_CONNS", 2000), "idle connections per memory batch (env BENCH_CONNS)")
+	fs.IntVar(&c.batches, "batches", benchkit.EnvInt("BENCH_MEM_BATCHES", 2), "memory batches, each opened on top of the previous; the median counts (env BENCH_MEM_BATCHES)")
+	fs.DurationVar(&c.quiet, "quiet", benchkit.EnvDuration("BENCH_QUIET", 30*time.Second), "before each run, wait up to this long for other processes to leave the CPUs idle (0: do not wait) (env BENCH_QUIET)")
+	fs.IntVar(&c.retries, "retries", benchkit.EnvInt("BENCH_RETRIES", 2), "repeat a timed run marked DISTURBED up to this many times; every run counts toward the best (env BENCH_RETRIES)")
+	fs.StringVar(&dest, "dest", benchkit.EnvString("BENCH_DEST", "127.0.0.1"), "local IP `address` the harness's sink, source and echo servers listen on and every SOCKS5 CONNECT asks for (env BENCH_DEST)")
 	fs.StringVar(&only, "only", os.Getenv("BENCH_ONLY"), "comma-separated subset of phases: mem,up,down,rate (env BENCH_ONLY; default all)")
 	fs.BoolVar(&quick, "quick", envBool("BENCH_QUICK"), "smoke run: 2 s runs, 0.5 s warm-up, one round, one batch of 500 (flags given explicitly still win) (env BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {

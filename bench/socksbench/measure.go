@@ -2,14 +2,13 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
+	"switchyard/bench/internal/benchkit"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -387,31 +386,11 @@ func settledRSS(pid int) (int64, time.Duration, error) {
 }
 
 // procRSS reads VmRSS (KiB) from /proc/<pid>/status.
-func procRSS(pid int) (int64, error) { return procStatusKiB(pid, "VmRSS:") }
+func procRSS(pid int) (int64, error) { return benchkit.ProcStatusKiB(pid, "VmRSS:") }
 
 // procPeakRSS reads VmHWM (KiB) from /proc/<pid>/status: the largest
 // resident set the process has had since it started.
-func procPeakRSS(pid int) (int64, error) { return procStatusKiB(pid, "VmHWM:") }
-
-// procStatusKiB reads one "Key: N kB" line of /proc/<pid>/status.
-func procStatusKiB(pid int, key string) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte(key))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) < 1 {
-			break
-		}
-		return strconv.ParseInt(string(f[0]), 10, 64)
-	}
-	return 0, errors.New("no " + strings.TrimSuffix(key, ":") + " in /proc/" + strconv.Itoa(pid) + "/status")
-}
+func procPeakRSS(pid int) (int64, error) { return benchkit.ProcStatusKiB(pid, "VmHWM:") }
 
 // procFDs counts the process's open descriptors, or returns 0 when
 // /proc/<pid>/fd is unreadable.
@@ -443,26 +422,4 @@ func procFDLimit(pid int) int {
 		return n
 	}
 	return 0
-}
-
-// procCPU is the user+system CPU time the process has used, from
-// /proc/<pid>/stat (clock ticks at the usual USER_HZ of 100), or 0 when
-// unreadable.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := bytes.Fields(b[i+1:])
-	// After the command: state is field 3 of the line, utime 14, stime 15.
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(string(f[11]), 10, 64)
-	st, _ := strconv.ParseInt(string(f[12]), 10, 64)
-	return time.Duration(ut+st) * (time.Second / 100)
 }
