@@ -122,6 +122,22 @@ func isTimeout(err error) bool {
 // proxyDelay is GET /proxies/{name}/delay: one delay test of the outbound
 // (a group's current leaf), recorded in its health like a probe. ?expected
 // is accepted and not applied: the probe judges the status itself.
+// engineNode is leaf's node identity when the health engine holds it.
+func (s *Server) engineNode(v *view, leaf string) (health.NodeID, bool) {
+	id, ok := s.b.NodeID(leaf)
+	if !ok || v.eng == nil {
+		return health.NodeID{}, false
+	}
+	_, ok = v.eng.State(id)
+	return id, ok
+}
+
+// delayTester measures an outbound the health engine does not hold (one
+// no group reaches); the supervisor is one.
+type delayTester interface {
+	DelayTest(ctx context.Context, tag, url string, timeout time.Duration) (health.Result, error)
+}
+
 func (s *Server) proxyDelay(w http.ResponseWriter, r *http.Request) {
 	u, timeout, ok := delayParams(r)
 	if !ok {
@@ -138,13 +154,17 @@ func (s *Server) proxyDelay(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test: no outbound to measure")
 		return
 	}
-	id, ok := s.b.NodeID(leaf)
-	if !ok || v.eng == nil {
-		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test: "+leaf+" is not health-checked (only outbounds a group uses are)")
+	start := time.Now()
+	var res health.Result
+	var err error
+	if id, ok := s.engineNode(v, leaf); ok {
+		res, err = v.eng.Delay(r.Context(), id, u, timeout)
+	} else if dt, ok := s.b.(delayTester); ok {
+		res, err = dt.DelayTest(r.Context(), leaf, u, timeout)
+	} else {
+		writeError(w, http.StatusServiceUnavailable, "An error occurred in the delay test: "+leaf+" is not health-checked")
 		return
 	}
-	start := time.Now()
-	res, err := v.eng.Delay(r.Context(), id, u, timeout)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]int64{"delay": delayMS(res.RTT)})

@@ -168,8 +168,18 @@ func TestDelay(t *testing.T) {
 	r.get(t, "/proxies/d1/delay?timeout=2000&url="+url.QueryEscape("http://127.0.0.1:9/x"), 503, &e)
 	r.get(t, "/proxies/d1/delay?timeout=abc", 400, nil)
 	r.get(t, "/proxies/nope/delay?timeout=100", 404, nil)
-	// direct is no group's member: health does not measure it.
-	r.get(t, "/proxies/direct/delay?timeout=100", 503, nil)
+	// direct is no group's member: health does not hold it, the test
+	// runs through it once and records nothing.
+	r.get(t, "/proxies/direct/delay?timeout=2000&url="+url.QueryEscape(r.web.URL+"/x"), 200, &d)
+	if d["delay"] <= 0 {
+		t.Fatalf("delay of an outbound no group reaches: %v", d)
+	}
+	r.get(t, "/proxies/direct", 200, &p)
+	if len(p.History) != 0 {
+		t.Fatalf("a one-off test is not in the history: %+v", p.History)
+	}
+	r.get(t, "/proxies/direct/delay?timeout=200&url="+url.QueryEscape(r.web.URL+"/hang"), 504, &e)
+	r.get(t, "/proxies/direct/delay?timeout=2000&url="+url.QueryEscape("http://127.0.0.1:9/x"), 503, &e)
 
 	var g map[string]int64
 	r.get(t, "/group/auto/delay?timeout=2000&url="+url.QueryEscape(r.web.URL+"/x"), 200, &g)
