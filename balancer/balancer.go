@@ -156,3 +156,24 @@ func (b *Balancer) SetHealthy(i int, up bool) (was bool) {
 
 // Healthy reports member i's health.
 func (b *Balancer) Healthy(i int) bool { return b.members[i].up.Load() }
+
+// Status is what a reader sees of a balancer: the member a new flow goes
+// to now (Failover: the first healthy, "" when none is; RoundRobin: ""
+// as no one member is current), and each member's health in order.
+type Status struct {
+	Now string
+	Up  []bool
+}
+
+// Status reads the balancer's state without moving the round-robin
+// cursor.
+func (b *Balancer) Status() Status {
+	st := Status{Up: make([]bool, len(b.members))}
+	for i := range b.members {
+		st.Up[i] = b.members[i].up.Load()
+		if b.strategy == Failover && st.Now == "" && st.Up[i] {
+			st.Now = b.members[i].Target.ID().Tag
+		}
+	}
+	return st
+}

@@ -180,3 +180,24 @@ func BenchmarkSelectRoundRobin(b *testing.B) {
 		}
 	})
 }
+
+func TestStatusReadsWithoutMovingTheCursor(t *testing.T) {
+	f := newBalancer(t, balancer.Failover, "a", "b")
+	f.SetHealthy(0, false)
+	if st := f.Status(); st.Now != "b" || !slices.Equal(st.Up, []bool{false, true}) {
+		t.Fatalf("failover, a down: %+v", st)
+	}
+	f.SetHealthy(1, false)
+	if st := f.Status(); st.Now != "" {
+		t.Fatalf("failover, every member down: %+v", st)
+	}
+	rr := newBalancer(t, balancer.RoundRobin, "a", "b", "c")
+	for range 5 {
+		if st := rr.Status(); st.Now != "" || len(st.Up) != 3 {
+			t.Fatalf("round robin: %+v", st)
+		}
+	}
+	if got := picks(3, rr.Select); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("Status moved the cursor: picks %v", got)
+	}
+}

@@ -130,3 +130,30 @@ func TestProbesFollowTheirBalancer(t *testing.T) {
 	sv.Close()
 	waitProbes(t, base)
 }
+
+func TestBalancerStatusReadsThePublishedBalancer(t *testing.T) {
+	_, b1 := run(t, baseSpec(), Options{})
+	_, b2 := run(t, baseSpec(), Options{})
+	sv, _ := run(t, pooled(b1, b2), Options{})
+	if st, ok := sv.BalancerStatus("pool"); !ok || st.Now != "m1" || len(st.Up) != 2 {
+		t.Fatalf("published: %+v %v", st, ok)
+	}
+	sv.mu.Lock()
+	sv.cur.balancers["pool"].bal.SetHealthy(0, false)
+	sv.mu.Unlock()
+	if st, _ := sv.BalancerStatus("pool"); st.Now != "m2" {
+		t.Fatalf("m1 down: %+v", st)
+	}
+	if _, ok := sv.BalancerStatus("m1"); ok {
+		t.Fatal("an outbound read as a balancer")
+	}
+	// A reload without the balancer unpublishes it.
+	s := baseSpec()
+	s.Inbounds[0].Listen = netip.MustParseAddrPort("127.0.0.1:0")
+	if err := sv.Apply(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sv.BalancerStatus("pool"); ok {
+		t.Fatal("a removed balancer still reads")
+	}
+}

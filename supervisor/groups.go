@@ -182,6 +182,7 @@ func (sv *Supervisor) publish(old *state, p *prepared) {
 	sv.cell.Store(p.plane)
 	sv.groups.Store(next)
 	sv.nodeIDs.Store(&p.next.nodeIDs)
+	sv.balancerPub.Store(publishedBalancers(p.next))
 	sv.publishMu.Unlock()
 	if next != nil {
 		next.PublishConnectivity()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"switchyard/balancer"
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
@@ -85,6 +86,8 @@ type Supervisor struct {
 	bg         sync.WaitGroup // the network watcher and the delay saver
 	// nodeIDs is each outbound tag's node identity in the published state.
 	nodeIDs atomic.Pointer[map[string]health.NodeID]
+	// balancerPub is each balancer of the published state, by tag.
+	balancerPub atomic.Pointer[map[string]*balancer.Balancer]
 	// dnsCur is the DNS runtime in force (nil without [dns]), for readers;
 	// dnsRT is the same under mu, dnsPrev the one it replaced (closed at
 	// the next replacement, once the outbounds that held it have had a
