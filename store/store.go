@@ -43,15 +43,15 @@ type Store struct {
 	mu      sync.Mutex
 	choices map[choice]string
 	delays  map[string]Delay
-	fakeIPs []byte           // the encoded fake IP mappings; nil: never set
+	fakeIPs []byte // the encoded fake IP mappings; nil: never set
 	// The controller's settings (controller.go), each with whether set.
 	mode      ModeChoice
 	hasMode   bool
 	global    string
 	hasGlobal bool
-	pending map[entry][]byte // latest encoded value per key, not written yet
-	resync  bool             // the queue overflowed or a write failed: write everything
-	closed  bool
+	pending   map[entry][]byte // latest encoded value per key, not written yet
+	resync    bool             // the queue overflowed or a write failed: write everything
+	closed    bool
 
 	wake      chan struct{} // capacity 1: something is pending
 	stop      chan struct{} // closed by Close
