@@ -38,6 +38,7 @@ func (l *lowerer) groupTag(key string, v *string) string {
 	}
 	const shared = "outbounds, balancers and groups share one namespace"
 	switch first, kind := l.declared(tag); {
+	case l.reservedTag(key+".tag", tag):
 	case kind == "":
 		l.groupTags[tag] = key + ".tag"
 	case kind == "group":
