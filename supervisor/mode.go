@@ -41,9 +41,10 @@ var ErrNoGlobal = errors.New("no GLOBAL selector")
 
 // attachModes gives pl its GLOBAL selector — every group, balancer and
 // outbound in that order, defaulting to the final target — and the direct
-// target the direct mode routes to: the first outbound of type direct
-// (the implicit "direct" when the file declares none), else the one
-// tagged "direct".
+// target the direct mode routes to: the outbound tagged "direct" (the
+// built-in one unless the file declares its own) when it is of type
+// direct, else the first outbound of type direct, else "direct" whatever
+// it is.
 func attachModes(pl *plane.Plane, s *spec.Spec, groups *group.Manager, targets map[string]*plane.Target) error {
 	if _, ok := targets[plane.GlobalTag]; ok {
 		return fmt.Errorf("the tag %q is reserved for the GLOBAL selector", plane.GlobalTag)
@@ -63,13 +64,18 @@ func attachModes(pl *plane.Plane, s *spec.Spec, groups *group.Manager, targets m
 		return err
 	}
 	pl.Global = g
+	pl.Direct = targets["direct"]
+	for _, o := range s.Outbounds {
+		if o.Tag == "direct" && o.Type == "direct" {
+			return nil
+		}
+	}
 	for _, o := range s.Outbounds {
 		if o.Type == "direct" {
 			pl.Direct = targets[o.Tag]
 			return nil
 		}
 	}
-	pl.Direct = targets["direct"]
 	return nil
 }
 
