@@ -14,7 +14,10 @@
 // mode (as after a reload) without its sub-links being closed. The DNS
 // interception of port 53 comes first in every mode and fake addresses
 // are still given back their names; in direct mode names are answered
-// with their real addresses (a name sent direct gets no fake one). The
+// with their real addresses (a name sent direct gets no fake one). Rules
+// that send to a block outbound (a block of port 53, of ads) hold in every
+// mode, where mihomo's global and direct modes skip every rule: a mode
+// switch must not leak what the file blocks. The
 // mode is kept in the store; see supervisor/mode.go for how it and the
 // file's [route] mode decide at start and on a reload (mihomo keeps no
 // mode across a restart: the last word said wins here).

@@ -8,6 +8,8 @@ import (
 
 	"switchyard/netx"
 	"switchyard/plane"
+	"switchyard/route"
+	"switchyard/spec"
 )
 
 // pickFirst is a chooser with one leaf, as a group of one member.
@@ -147,5 +149,34 @@ func TestGlobalSelectAndCarry(t *testing.T) {
 	}
 	if _, err := plane.NewGlobal([]string{"ruled"}, other, "proxy", 5); !errors.Is(err, plane.ErrNotGlobalMember) {
 		t.Fatalf("a default outside the members: %v", err)
+	}
+}
+
+// The block rules apply in every mode; the other rules in rule mode only.
+func TestBlockRulesApplyInEveryMode(t *testing.T) {
+	p, ts := modePlane(t)
+	block := plane.NewTarget(plane.OutboundID{Tag: "block", Version: 1}, nil)
+	udp53, err := route.Compile(spec.Rule{Network: "udp", Port: []uint16{53}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tls, err := route.Compile(spec.Rule{Port: []uint16{443}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Rules = []plane.Rule{{Match: tls, Target: ts["proxy"]}, {Match: udp53, Target: block}}
+	p.Blocks = []int{1}
+	p.DNS = nil // no interception: a port-53 flow routes as any
+	dns := netx.Flow{Network: netx.UDP, Inbound: "socks-in", Dst: netx.AddrFromAddrPort(netip.MustParseAddrPort("9.9.9.9:53"))}
+	web := netx.Flow{Network: netx.TCP, Inbound: "socks-in", Dst: netx.AddrFromAddrPort(netip.MustParseAddrPort("9.9.9.9:443"))}
+	for _, m := range []plane.Mode{plane.ModeRule, plane.ModeGlobal, plane.ModeDirect} {
+		p.Mode.Store(m)
+		if got, rule := p.Route(&dns); got != block || plane.RuleName(rule) != "rule 2" {
+			t.Fatalf("%v: udp/53 went to %s by %s", m, got.ID(), plane.RuleName(rule))
+		}
+	}
+	p.Mode.Store(plane.ModeDirect)
+	if got, _ := p.Route(&web); got != ts["direct"] {
+		t.Fatalf("direct mode applied a rule that is not a block: %s", got.ID())
 	}
 }

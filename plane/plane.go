@@ -52,6 +52,10 @@ type Plane struct {
 	// target. A mode whose target is nil routes by the rules.
 	Global *Global
 	Direct *Target
+	// Blocks are the indexes of the rules that send to a block outbound,
+	// in order: they apply in every mode (a block of port 53, of ads),
+	// before the mode's target.
+	Blocks []int
 
 	// hits counts, per rule and then for the final target, the flows
 	// routed by it: each TCP flow, and each UDP sub-link opened (not each
@@ -141,8 +145,9 @@ const (
 // Route returns the target of the first rule f matches, or the final target,
 // and the index of that rule (Final when none matched). A flow from an
 // inbound toward port 53 goes to the DNS service when there is one
-// (Intercepted). In global and direct mode every other flow goes to the
-// GLOBAL selector (RoutedGlobal) or to direct (RoutedDirect).
+// (Intercepted). In global and direct mode the block rules (Blocks) still
+// apply, and every other flow goes to the GLOBAL selector (RoutedGlobal) or
+// to direct (RoutedDirect).
 func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 	if p.DNS != nil && f.Dst.Port == 53 && f.Inbound != "" {
 		return p.DNS, Intercepted
@@ -150,11 +155,11 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 	switch p.Mode.Load() {
 	case ModeGlobal:
 		if p.Global != nil {
-			return p.Global.target, RoutedGlobal
+			return p.blocked(f, p.Global.target, RoutedGlobal)
 		}
 	case ModeDirect:
 		if p.Direct != nil {
-			return p.Direct, RoutedDirect
+			return p.blocked(f, p.Direct, RoutedDirect)
 		}
 	}
 	for i := range p.Rules {
@@ -163,6 +168,16 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 		}
 	}
 	return p.Final, Final
+}
+
+// blocked is the first block rule f matches, else the mode's target t.
+func (p *Plane) blocked(f *netx.Flow, t *Target, i int) (*Target, int) {
+	for _, b := range p.Blocks {
+		if p.Rules[b].Match.Match(f) {
+			return p.Rules[b].Target, b
+		}
+	}
+	return t, i
 }
 
 // RuleName is how flows name the rule that routed them: "rule N" (1-based, in

@@ -39,7 +39,8 @@ func specMode(s *spec.Spec) plane.Mode {
 // ErrNoGlobal is the answer to a GLOBAL write before any plane exists.
 var ErrNoGlobal = errors.New("no GLOBAL selector")
 
-// attachModes gives pl its GLOBAL selector — every group, balancer and
+// attachModes gives pl the rules that apply in every mode — those that
+// send to a block outbound —, its GLOBAL selector — every group, balancer and
 // outbound in that order, defaulting to the final target — and the direct
 // target the direct mode routes to: the outbound tagged "direct" (the
 // built-in one unless the file declares its own) when it is of type
@@ -64,6 +65,17 @@ func attachModes(pl *plane.Plane, s *spec.Spec, groups *group.Manager, targets m
 		return err
 	}
 	pl.Global = g
+	blocks := map[string]bool{}
+	for _, o := range s.Outbounds {
+		if o.Type == "block" {
+			blocks[o.Tag] = true
+		}
+	}
+	for i, r := range s.Rules {
+		if blocks[r.Outbound] {
+			pl.Blocks = append(pl.Blocks, i)
+		}
+	}
 	pl.Direct = targets["direct"]
 	for _, o := range s.Outbounds {
 		if o.Tag == "direct" && o.Type == "direct" {

@@ -223,3 +223,27 @@ func TestAModeChangeCutsNoFlow(t *testing.T) {
 		t.Fatalf("the open flow moved: %+v", flows)
 	}
 }
+
+// A rule to a block outbound holds in global and direct mode too.
+func TestBlockRulesHoldInEveryMode(t *testing.T) {
+	dst, err := netx.ParseAddr(tcpEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modeSpec()
+	s.Rules = []spec.Rule{{Port: []uint16{dst.Port}, Outbound: "block"}, {Outbound: "direct3"}}
+	sv, _ := run(t, s, Options{})
+	if got := sv.Plane().Blocks; !slices.Equal(got, []int{0}) {
+		t.Fatalf("block rules %v", got)
+	}
+	for _, m := range []plane.Mode{plane.ModeGlobal, plane.ModeDirect} {
+		if err := sv.SetMode(m); err != nil {
+			t.Fatal(err)
+		}
+		c, err := sv.conn.ConnectStream(context.Background(), netx.Flow{Network: netx.TCP, Dst: dst, Inbound: "socks-in"})
+		if err == nil {
+			c.Close()
+			t.Fatalf("%v mode: a flow the block rule refuses was opened", m)
+		}
+	}
+}
