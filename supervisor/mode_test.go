@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -245,5 +247,50 @@ func TestBlockRulesHoldInEveryMode(t *testing.T) {
 			c.Close()
 			t.Fatalf("%v mode: a flow the block rule refuses was opened", m)
 		}
+	}
+}
+
+// UDP follows the mode as TCP does: a new association's packets go to
+// GLOBAL's choice in global mode, to direct in direct mode.
+func TestModesRouteUDP(t *testing.T) {
+	sv, _ := run(t, modeSpec(), Options{})
+	echo := udpEcho(t)
+	to := netx.AddrFromAddrPort(echo.LocalAddr().(*net.UDPAddr).AddrPort())
+	subLink := func(port uint16) string {
+		t.Helper()
+		link := sv.conn.OpenAssociation(netx.Flow{Inbound: "socks-in", Src: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)})
+		defer link.Close()
+		if err := link.WritePacket([]byte("ping"), to); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 16)
+		if _, _, err := link.ReadPacket(buf); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range sv.Tracker().Flows() {
+			if f.Network == netx.UDP && f.Source.Port() == port {
+				return f.Outbound
+			}
+		}
+		t.Fatal("no UDP sub-link in the table")
+		return ""
+	}
+	if got := subLink(5001); got != "direct2@v1" {
+		t.Fatalf("rule mode: %s", got)
+	}
+	if err := sv.SelectGlobal("pick"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sv.SetMode(plane.ModeGlobal); err != nil {
+		t.Fatal(err)
+	}
+	if got := subLink(5002); got != "direct3@v1" {
+		t.Fatalf("global mode: %s", got)
+	}
+	if err := sv.SetMode(plane.ModeDirect); err != nil {
+		t.Fatal(err)
+	}
+	if got := subLink(5003); got != "direct@v1" {
+		t.Fatalf("direct mode: %s", got)
 	}
 }
