@@ -17,7 +17,8 @@
 // with their real addresses (a name sent direct gets no fake one). Rules
 // that send to a block outbound (a block of port 53, of ads) hold in every
 // mode, where mihomo's global and direct modes skip every rule: a mode
-// switch must not leak what the file blocks. The
+// switch must not leak what the file blocks. The DNS service's own
+// through_proxy queries are routed flows and follow the mode too. The
 // mode is kept in the store; see supervisor/mode.go for how it and the
 // file's [route] mode decide at start and on a reload (mihomo keeps no
 // mode across a restart: the last word said wins here).
