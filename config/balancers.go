@@ -33,10 +33,10 @@ func (l *lowerer) balancers(fs []fileBalancer) []spec.Balancer {
 			b.Tag = *f.Tag
 			_, isOutbound := l.outboundType(b.Tag)
 			_, isBalancer := l.balancerTags[b.Tag]
-			if l.reservedTag(key+".tag", b.Tag) {
-			} else if isOutbound || isBalancer {
+			if isOutbound || isBalancer {
 				l.errorf(key+".tag", "duplicate balancer tag %s", b.Tag)
 			} else {
+				l.reservedTag(key+".tag", b.Tag)
 				l.balancerTags[b.Tag] = key + ".tag"
 			}
 		}

@@ -11,11 +11,10 @@ var routeModes = []string{"rule", "global", "direct"}
 const defaultRouteMode = "rule"
 
 // reservedTag records a problem when the tag at key is the GLOBAL
-// selector's, and reports whether it was.
-func (l *lowerer) reservedTag(key, tag string) bool {
-	if tag != globalTag {
-		return false
+// selector's. The caller still records the tag, so that what names it
+// adds no second problem.
+func (l *lowerer) reservedTag(key, tag string) {
+	if tag == globalTag {
+		l.errorf(key, "the tag %q is reserved: it is the controller's GLOBAL selector, which lists every outbound, balancer and group", tag)
 	}
-	l.errorf(key, "the tag %q is reserved: it is the controller's GLOBAL selector, which lists every outbound, balancer and group", tag)
-	return true
 }

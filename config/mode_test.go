@@ -41,3 +41,11 @@ func TestGlobalTagIsReserved(t *testing.T) {
 		t.Fatalf("tags are case-sensitive: %v", err)
 	}
 }
+
+// A reserved tag is one problem: what names it adds none.
+func TestGlobalTagIsOneProblem(t *testing.T) {
+	_, _, err := Parse([]byte("[[outbounds]]\ntag = \"GLOBAL\"\ntype = \"direct\"\n[route]\nfinal = \"GLOBAL\"\n"), "mode.toml")
+	if err == nil || strings.Count(err.Error(), "GLOBAL") != 2 || strings.Contains(err.Error(), "unknown") {
+		t.Fatalf("%v", err)
+	}
+}

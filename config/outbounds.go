@@ -25,10 +25,10 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 		// and balancers naming it do not add a second problem.
 		first := false // this is the first outbound with its tag
 		if tag, ok := l.required(key+".tag", f.Tag); ok {
-			if firstKey, dup := l.outboundTags[tag]; l.reservedTag(key+".tag", tag) {
-			} else if dup {
+			if firstKey, dup := l.outboundTags[tag]; dup {
 				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %s)", tag, lineOf(firstKey))
 			} else {
+				l.reservedTag(key+".tag", tag)
 				l.outboundTags[tag] = key + ".tag"
 				first = true
 			}
