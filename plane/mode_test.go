@@ -17,7 +17,7 @@ type pickFirst struct{ leaf *plane.Target }
 
 func (c pickFirst) Choose(*plane.Query) *plane.Target { return c.leaf }
 
-func modePlane(t *testing.T) (*plane.Plane, map[string]*plane.Target) {
+func modePlane(t testing.TB) (*plane.Plane, map[string]*plane.Target) {
 	t.Helper()
 	ts := map[string]*plane.Target{
 		"direct": plane.NewTarget(plane.OutboundID{Tag: "direct", Version: 1}, nil),
