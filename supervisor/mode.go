@@ -21,7 +21,12 @@ import (
 // store keeps it, with the file's mode at that moment. At start the kept
 // mode applies while the file still says what it said then; a file whose
 // mode was edited since wins. A reload that changes the file's mode
-// applies it; one that leaves it alone keeps the mode in force.
+// applies it; one that leaves it alone keeps the mode in force. (mihomo
+// keeps no mode across a restart; sing-box's cache file, with store_mode,
+// wins over default_mode always, even after the file was edited.)
+//
+// A change empties the DNS cache, as sing-box does: whether a name gets a
+// fake address depends on where its flows go, which the mode changes.
 type modes struct {
 	cell plane.ModeCell
 	file atomic.Uint32 // the plane.Mode of the spec in force
@@ -134,7 +139,9 @@ func (sv *Supervisor) reloadMode(s *spec.Spec, pl *plane.Plane) {
 	if old := plane.Mode(sv.modes.file.Swap(uint32(file))); old == file {
 		return
 	}
-	sv.modes.cell.Store(file)
+	if sv.modes.cell.Store(file) {
+		sv.FlushDNS()
+	}
 	sv.log.Info("mode changed by the configuration", "mode", file.String())
 	if st := sv.opts.Store; st != nil {
 		st.SetMode(store.ModeChoice{Mode: file.String(), File: file.String()})
@@ -174,6 +181,7 @@ func (sv *Supervisor) SetMode(m plane.Mode) error {
 		st.SetMode(store.ModeChoice{Mode: m.String(), File: plane.Mode(sv.modes.file.Load()).String()})
 	}
 	if changed {
+		sv.FlushDNS()
 		sv.log.Info("mode changed", "mode", m.String())
 	}
 	return nil
