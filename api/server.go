@@ -18,8 +18,8 @@
 // that send to a block outbound (a block of port 53, of ads) hold in every
 // mode, where mihomo's global and direct modes skip every rule: a mode
 // switch must not leak what the file blocks. The DNS service's own
-// through_proxy queries are routed flows and follow the mode too. The
-// mode is kept in the store; see supervisor/mode.go for how it and the
+// through_proxy queries are routed flows and follow the mode too; a mode
+// change empties the DNS cache, as sing-box's does. The mode is kept in the store; see supervisor/mode.go for how it and the
 // file's [route] mode decide at start and on a reload (mihomo keeps no
 // mode across a restart: the last word said wins here).
 //
@@ -32,8 +32,8 @@
 // back to its default, logged.
 //
 // DELETE /proxies/{name} is mihomo's "unfix": PUT /proxies/{name} here
-// writes Selectors only (the rule; mihomo also fixes URLTest and
-// Fallback groups), so what a DELETE clears is a Selector's choice (and
+// writes Selectors only (mihomo's also fixes a URLTest or Fallback
+// group's pick), so what a DELETE clears is a Selector's choice (and
 // GLOBAL's): the group goes back to its configured default, else its
 // first member, on both networks, the stored choice cleared and flows
 // interrupted as a switch would; 204. A URLTest or Fallback (a group, or
