@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"switchyard/plane"
 )
 
 // clashLevel is a spec log level in Clash's words.
@@ -28,7 +30,7 @@ var slogLevels = map[string]slog.Level{
 }
 
 // getConfigs is GET /configs: the inbounds' ports by kind and the logging,
-// as Clash reports them. switchyard routes by rules only.
+// as Clash reports them, and the routing mode in force.
 func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
 	sp := s.spec.Load()
 	ports := map[string]int{"port": 0, "socks-port": 0, "mixed-port": 0}
@@ -45,14 +47,14 @@ func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"port": ports["port"], "socks-port": ports["socks-port"], "mixed-port": ports["mixed-port"],
 		"redir-port": 0, "tproxy-port": 0,
-		"mode": "rule", "mode-list": []string{"rule"},
+		"mode": s.b.Mode().String(), "mode-list": modeList,
 		"log-level": *s.logLevel.Load(), "allow-lan": allowLAN, "bind-address": bind,
 		"ipv6": true, "tun": map[string]any{"enable": false},
 	})
 }
 
-// patchConfigs is PATCH /configs: in this version only "log-level" (and
-// "mode": "rule", which is already in force) can be written.
+// patchConfigs is PATCH /configs: "log-level" and "mode" can be written;
+// any other key refuses the whole request, which then changes nothing.
 func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
 	var body map[string]json.RawMessage
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil {
@@ -60,6 +62,7 @@ func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var level string
+	var mode *plane.Mode
 	var refused []string
 	for k, v := range body {
 		var str string
@@ -75,9 +78,12 @@ func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
 			}
 			level = str
 		case "mode":
-			if json.Unmarshal(v, &str) != nil || !strings.EqualFold(str, "rule") {
-				refused = append(refused, k)
+			m, err := parseMode(v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
 			}
+			mode = &m
 		default:
 			refused = append(refused, k)
 		}
@@ -97,6 +103,12 @@ func (s *Server) patchConfigs(w http.ResponseWriter, r *http.Request) {
 		}
 		s.logLevel.Store(&lvl)
 		s.log.Info("log level changed", "level", lvl)
+	}
+	if mode != nil {
+		if err := s.b.SetMode(*mode); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

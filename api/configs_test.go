@@ -24,7 +24,7 @@ func TestConfigs(t *testing.T) {
 	if c["log-level"] != "debug" {
 		t.Fatalf("after patch: %v", c)
 	}
-	for _, body := range []string{`{"log-level":"loud"}`, `{"mode":"global"}`, `{"allow-lan":true}`, `[`} {
+	for _, body := range []string{`{"log-level":"loud"}`, `{"mode":"script"}`, `{"allow-lan":true}`, `[`} {
 		if code, _ := r.do(t, "PATCH", "/configs", "", body); code != 400 {
 			t.Fatalf("patch %s: %d", body, code)
 		}

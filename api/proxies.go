@@ -7,13 +7,14 @@ import (
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
+	"switchyard/plane"
 	"switchyard/spec"
 )
 
-// global is the synthesized selector over every group and outbound that
-// Clash dashboards expect; switchyard routes by rules only, so it cannot be
-// switched.
-const global = "GLOBAL"
+// global is the GLOBAL selector over every group, balancer and outbound
+// that Clash dashboards expect: the plane's (plane.Global), which global
+// mode routes to.
+const global = plane.GlobalTag
 
 // historyMax is how many delay samples a proxy shows, as Clash keeps.
 const historyMax = 10
@@ -75,13 +76,14 @@ type view struct {
 	s      *Server
 	sp     *spec.Spec
 	groups *group.Manager
+	glob   *plane.Global // nil before the first plane
 	eng    *health.Engine
 	infos  map[string]group.Info
 	order  []string // groups, balancers, outbounds: GLOBAL's members
 }
 
 func (s *Server) view() *view {
-	v := &view{s: s, sp: s.spec.Load(), groups: s.b.Groups(), eng: s.b.Health(), infos: map[string]group.Info{}}
+	v := &view{s: s, sp: s.spec.Load(), groups: s.b.Groups(), glob: s.b.Global(), eng: s.b.Health(), infos: map[string]group.Info{}}
 	if v.groups != nil {
 		for _, in := range v.groups.Groups() {
 			v.infos[in.Tag] = in
@@ -228,20 +230,32 @@ func (v *view) testURL(tag string) string {
 	return health.DefaultDelayURL
 }
 
+// global is the GLOBAL selector: its members and the member it goes to.
 func (v *view) global() proxy {
 	p := proxy{Name: global, Type: "Selector", UDP: true, Alive: true, History: []historyItem{}, Extra: map[string]urlHealth{}}
-	p.groupFields = &groupFields{Now: v.sp.Route.Final, All: slices.Clone(v.order), TestURL: v.testURL("")}
+	p.groupFields = &groupFields{Now: v.globalNow(), All: slices.Clone(v.order), TestURL: v.testURL("")}
+	if v.glob != nil {
+		p.All = v.glob.Members()
+	}
 	if p.All == nil {
 		p.All = []string{}
 	}
 	return p
 }
 
+// globalNow is the member GLOBAL goes to: its choice, else the final.
+func (v *view) globalNow() string {
+	if v.glob != nil {
+		return v.glob.Now()
+	}
+	return v.sp.Route.Final
+}
+
 // leafOf is the outbound a delay test of name measures: an outbound
-// itself, a group's current TCP leaf, GLOBAL's final's.
+// itself, a group's current TCP leaf, GLOBAL's member's.
 func (v *view) leafOf(name string) (string, bool) {
 	if name == global {
-		name = v.sp.Route.Final
+		name = v.globalNow()
 	}
 	if _, ok := v.infos[name]; ok {
 		chain := v.groups.SelectionChain(name, netx.TCP)

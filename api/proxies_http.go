@@ -15,6 +15,7 @@ import (
 
 	"switchyard/group"
 	"switchyard/health"
+	"switchyard/plane"
 )
 
 // nameParam is the {name} of the path, unescaped.
@@ -53,8 +54,8 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // selectProxy is PUT /proxies/{name} {"name": member}: a selector's new
-// choice on both networks. The supervisor interrupts the flows through the
-// old choice when the group says so.
+// choice on both networks, or GLOBAL's. The supervisor interrupts the flows
+// through the old choice when the group says so (GLOBAL interrupts none).
 func (s *Server) selectProxy(w http.ResponseWriter, r *http.Request) {
 	name := nameParam(r)
 	var body struct {
@@ -62,6 +63,10 @@ func (s *Server) selectProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil || body.Name == "" {
 		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	if name == global {
+		s.selectGlobal(w, body.Name)
 		return
 	}
 	v := s.view()
@@ -89,6 +94,52 @@ func (s *Server) selectProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("selector choice changed", "group", name, "member", body.Name, "interrupted", n)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) selectGlobal(w http.ResponseWriter, member string) {
+	switch err := s.b.SelectGlobal(member); {
+	case errors.Is(err, plane.ErrNotGlobalMember):
+		writeError(w, http.StatusBadRequest, "Selector update error: "+member+" is not a member of "+global)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// unfixProxy is DELETE /proxies/{name}, mihomo's unfix: a Selector's (and
+// GLOBAL's) choice is dropped back to its default, a URLTest or Fallback
+// has no fixed choice to drop (PUT writes Selectors only), anything else
+// is 400. See the package doc.
+func (s *Server) unfixProxy(w http.ResponseWriter, r *http.Request) {
+	name := nameParam(r)
+	v := s.view()
+	p, ok := v.proxy(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, errNotFound)
+		return
+	}
+	switch {
+	case name == global:
+		if err := s.b.ClearGlobal(); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	case p.Type == "Selector":
+		n, err := s.b.ClearSelector(name)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		s.log.Info("selector choice cleared", "group", name, "interrupted", n)
+	case p.Type == "URLTest" || p.Type == "Fallback":
+		// Nothing is fixed: PUT /proxies/{name} writes Selectors only.
+	default:
+		writeError(w, http.StatusBadRequest, "Must be a Selector, URLTest or Fallback")
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

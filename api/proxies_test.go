@@ -122,7 +122,7 @@ func TestSelectThroughPut(t *testing.T) {
 		{"/proxies/pick", `not json`, 400},
 		{"/proxies/auto", `{"name":"d2"}`, 400},
 		{"/proxies/d1", `{"name":"d2"}`, 400},
-		{"/proxies/GLOBAL", `{"name":"d2"}`, 400},
+		{"/proxies/GLOBAL", `{"name":"nope"}`, 400},
 		{"/proxies/nope", `{"name":"d2"}`, 404},
 	} {
 		if code, b := r.do(t, "PUT", bad.path, "", bad.body); code != bad.want {

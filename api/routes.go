@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/proxies", s.listProxies)
 		r.Get("/proxies/{name}", s.getProxy)
 		r.Put("/proxies/{name}", s.selectProxy)
+		r.Delete("/proxies/{name}", s.unfixProxy)
 		r.Get("/proxies/{name}/delay", s.proxyDelay)
 		r.Get("/group", s.listGroups)
 		r.Get("/group/{name}", s.getGroup)

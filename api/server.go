@@ -5,6 +5,41 @@
 // It reads published state only (the group manager's introspection, the
 // health engine's states, the tracker's snapshots) and writes through the
 // supervisor's own calls (SelectGroup, Tracker.Kill).
+//
+// The routing mode and the GLOBAL selector follow mihomo. GET /configs
+// reports "mode" (rule, global or direct); PATCH /configs {"mode": ...}
+// (any case) changes it at once for every flow routed after it, TCP and
+// UDP packets alike, from every inbound; open TCP flows keep their route,
+// as in mihomo, and a UDP association routes its next packets on the new
+// mode (as after a reload) without its sub-links being closed. The DNS
+// interception of port 53 comes first in every mode and fake addresses
+// are still given back their names; in direct mode names are answered
+// with their real addresses (a name sent direct gets no fake one). Rules
+// that send to a block outbound (a block of port 53, of ads) hold in every
+// mode, where mihomo's global and direct modes skip every rule: a mode
+// switch must not leak what the file blocks. The DNS service's own
+// through_proxy queries are routed flows and follow the mode too; a mode
+// change empties the DNS cache, as sing-box's does. The mode is kept in the store; see supervisor/mode.go for how it and the
+// file's [route] mode decide at start and on a reload (mihomo keeps no
+// mode across a restart: the last word said wins here).
+//
+// GLOBAL is a real selector built with each plane over every group,
+// balancer and outbound (in /proxies order), defaulting to [route].final;
+// global mode routes to its choice. PUT /proxies/GLOBAL selects (kept in
+// the store, apart from the groups' choices; no user tag may be GLOBAL)
+// and interrupts no flow, as mihomo's GLOBAL does not. A reload keeps the
+// choice while its member is the same node or group, else GLOBAL goes
+// back to its default, logged.
+//
+// DELETE /proxies/{name} is mihomo's "unfix": PUT /proxies/{name} here
+// writes Selectors only (mihomo's also fixes a URLTest or Fallback
+// group's pick), so what a DELETE clears is a Selector's choice (and
+// GLOBAL's): the group goes back to its configured default, else its
+// first member, on both networks, the stored choice cleared and flows
+// interrupted as a switch would; 204. A URLTest or Fallback (a group, or
+// a failover balancer) is never fixed here, so `fixed` stays "" and a
+// DELETE of one is 204 with nothing to clear, as mihomo answers for an
+// unfixed one; any other proxy (LoadBalance, an outbound) is 400.
 package api
 
 import (
@@ -21,6 +56,7 @@ import (
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
+	"switchyard/plane"
 	"switchyard/spec"
 	"switchyard/track"
 )
@@ -35,6 +71,18 @@ type Backend interface {
 	Health() *health.Engine
 	NodeID(tag string) (health.NodeID, bool)
 	Tracker() *track.Tracker
+	// Mode is the routing mode in force; SetMode changes it at once for
+	// the flows routed after it, and keeps it (see mode.go).
+	Mode() plane.Mode
+	SetMode(plane.Mode) error
+	// Global is the GLOBAL selector of the plane in force; SelectGlobal
+	// and ClearGlobal write its choice, kept across reloads and restarts.
+	Global() *plane.Global
+	SelectGlobal(member string) error
+	ClearGlobal() error
+	// ClearSelector drops a selector group's choice back to its default
+	// (DELETE /proxies/{name}).
+	ClearSelector(tag string, networks ...netx.Network) (int, error)
 }
 
 // Options are the API's settings.

@@ -36,6 +36,7 @@ func (l *lowerer) balancers(fs []fileBalancer) []spec.Balancer {
 			if isOutbound || isBalancer {
 				l.errorf(key+".tag", "duplicate balancer tag %s", b.Tag)
 			} else {
+				l.reservedTag(key+".tag", b.Tag)
 				l.balancerTags[b.Tag] = key + ".tag"
 			}
 		}

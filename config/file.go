@@ -223,6 +223,7 @@ type fileAPI struct {
 
 type fileRoute struct {
 	Final *string `toml:"final"`
+	Mode  *string `toml:"mode"`
 }
 
 type fileRule struct {

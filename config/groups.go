@@ -39,6 +39,7 @@ func (l *lowerer) groupTag(key string, v *string) string {
 	const shared = "outbounds, balancers and groups share one namespace"
 	switch first, kind := l.declared(tag); {
 	case kind == "":
+		l.reservedTag(key+".tag", tag)
 		l.groupTags[tag] = key + ".tag"
 	case kind == "group":
 		l.errorf(key+".tag", "duplicate group tag %q (first declared on line %s)", tag, lineOf(first))

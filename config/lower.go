@@ -164,7 +164,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		final = *f.Route.Final
 		l.outboundRef("route.final", final)
 	}
-	s.Route = spec.Route{Final: final}
+	s.Route = spec.Route{Final: final, Mode: l.enum("route.mode", f.Route.Mode, defaultRouteMode, routeModes)}
 	s.Rules = l.rules(f.Rules)
 	return s
 }

@@ -54,7 +54,7 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 		Reload:    spec.Reload{Drain: spec.DrainKeep},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Health:    defaultHealth(),
-		Route:     spec.Route{Final: "direct"},
+		Route:     spec.Route{Final: "direct", Mode: "rule"},
 	}
 	if !spec.Equal(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -81,7 +81,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Health:    defaultHealth(),
 		API:       &spec.API{Listen: "127.0.0.1:9090"},
-		Route:     spec.Route{Final: "direct"},
+		Route:     spec.Route{Final: "direct", Mode: "rule"},
 	}
 	if !spec.Equal(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
@@ -198,7 +198,7 @@ func TestFullFile(t *testing.T) {
 			IdleTimeout:    time.Hour,
 		},
 		State: spec.State{Path: filepath.Join(testdata, "state", "sy.db")},
-		Route: spec.Route{Final: "out-v4"},
+		Route: spec.Route{Final: "out-v4", Mode: "rule"},
 		Rules: []spec.Rule{
 			{
 				Inbound:       []string{"socks-in", "mixed-in"},

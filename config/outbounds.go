@@ -28,6 +28,7 @@ func (l *lowerer) outbounds(fs []fileOutbound) []spec.Outbound {
 			if firstKey, dup := l.outboundTags[tag]; dup {
 				l.errorf(key+".tag", "duplicate outbound tag %q (first declared on line %s)", tag, lineOf(firstKey))
 			} else {
+				l.reservedTag(key+".tag", tag)
 				l.outboundTags[tag] = key + ".tag"
 				first = true
 			}

@@ -66,7 +66,9 @@
 // network whose stored choice changed; when the group interrupts,
 // OnInterrupt is called for the old effective member of each network
 // whose effective member changed, and Select returns the sum of what they
-// closed after they returned. A Selector ignores check_url, with a
+// closed after they returned. Clear drops the runtime choice of TCP, UDP
+// or both (the effective member is the default again), persisting ""
+// and interrupting as Select does. A Selector ignores check_url, with a
 // warning.
 //
 // URLTest: the lowest halving moving average wins, separately for TCP and

@@ -44,6 +44,18 @@ type Plane struct {
 	// FakeIPs, when set, maps the fake addresses the DNS service answered
 	// with back to their names (see Unfake).
 	FakeIPs FakeIPs
+	// Mode, when set, is the routing mode in force (nil: ModeRule). In
+	// ModeGlobal a flow routes to Global, in ModeDirect to Direct, after
+	// the DNS interception and without the rules.
+	Mode *ModeCell
+	// Global is the plane's GLOBAL selector; Direct the direct outbound's
+	// target. A mode whose target is nil routes by the rules.
+	Global *Global
+	Direct *Target
+	// Blocks are the indexes of the rules that send to a block outbound,
+	// in order: they apply in every mode (a block of port 53, of ads),
+	// before the mode's target.
+	Blocks []int
 
 	// hits counts, per rule and then for the final target, the flows
 	// routed by it: each TCP flow, and each UDP sub-link opened (not each
@@ -124,15 +136,31 @@ func (p *Plane) Begin(parent context.Context) (*netx.Establishment, context.Cont
 const (
 	Final       = -1
 	Intercepted = -2
+	// RoutedGlobal and RoutedDirect are the indexes of a flow routed by
+	// the global and the direct mode.
+	RoutedGlobal = -3
+	RoutedDirect = -4
 )
 
 // Route returns the target of the first rule f matches, or the final target,
 // and the index of that rule (Final when none matched). A flow from an
 // inbound toward port 53 goes to the DNS service when there is one
-// (Intercepted).
+// (Intercepted). In global and direct mode the block rules (Blocks) still
+// apply, and every other flow goes to the GLOBAL selector (RoutedGlobal) or
+// to direct (RoutedDirect).
 func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 	if p.DNS != nil && f.Dst.Port == 53 && f.Inbound != "" {
 		return p.DNS, Intercepted
+	}
+	switch p.Mode.Load() {
+	case ModeGlobal:
+		if p.Global != nil {
+			return p.blocked(f, p.Global.target, RoutedGlobal)
+		}
+	case ModeDirect:
+		if p.Direct != nil {
+			return p.blocked(f, p.Direct, RoutedDirect)
+		}
 	}
 	for i := range p.Rules {
 		if p.Rules[i].Match.Match(f) {
@@ -142,14 +170,28 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 	return p.Final, Final
 }
 
+// blocked is the first block rule f matches, else the mode's target t.
+func (p *Plane) blocked(f *netx.Flow, t *Target, i int) (*Target, int) {
+	for _, b := range p.Blocks {
+		if p.Rules[b].Match.Match(f) {
+			return p.Rules[b].Target, b
+		}
+	}
+	return t, i
+}
+
 // RuleName is how flows name the rule that routed them: "rule N" (1-based, in
-// file order) or "final".
+// file order), "final", "dns", or the mode: "global", "direct".
 func RuleName(i int) string {
 	switch i {
 	case Final:
 		return "final"
 	case Intercepted:
 		return "dns"
+	case RoutedGlobal:
+		return "global"
+	case RoutedDirect:
+		return "direct"
 	}
 	return "rule " + strconv.Itoa(i+1)
 }

@@ -283,6 +283,9 @@ type API struct {
 
 type Route struct {
 	Final string // tag; default "direct"
+	// Mode is how flows route: "rule" (by the rules, the default),
+	// "global" (all to the GLOBAL selector's choice) or "direct".
+	Mode string
 }
 
 type PortRange struct{ Lo, Hi uint16 }

@@ -1,7 +1,8 @@
 // Package store keeps the state switchyard carries across restarts: each
 // selector group's choice per network, the last real delay measured
-// through each node, and the names the fake IP pool has handed addresses
-// to. The state lives in one bbolt file ([state].path), or in memory only
+// through each node, the names the fake IP pool has handed addresses to,
+// and the controller's settings: the routing mode the API set and the
+// GLOBAL selector's choice. The state lives in one bbolt file ([state].path), or in memory only
 // when the path is "".
 //
 // Keys are names — a group's tag and "tcp" or "udp", a node's tag — since
@@ -32,13 +33,17 @@
 //
 // # Format
 //
-// Three buckets, "selector_choices", "last_delays" and "fake_ips". A key is
-// a sequence of names, each written as its length (unsigned varint) and its
-// bytes: group then network for a choice, the node for a delay, the one
-// name "mappings" for the fake IPs. Every value starts with a format byte,
-// 1 today:
+// Four buckets, "selector_choices", "last_delays", "fake_ips" and
+// "controller". A key is a sequence of names, each written as its length
+// (unsigned varint) and its bytes: group then network for a choice, the
+// node for a delay, the one name "mappings" for the fake IPs, the names
+// "mode" and "global" in the controller's bucket (no group tag can name
+// them there). Every value starts with a format byte, 1 today:
 //
 //	selector choice: 1, member name
+//	GLOBAL choice:   1, member name ("" once cleared)
+//	mode:            1, the mode the API set and the file's mode then,
+//	                 each as a name
 //	last delay:      1, RTT in nanoseconds (varint), At as Unix seconds
 //	                 (varint) and nanoseconds (unsigned varint)
 //	fake IPs:        1, the number of mappings (unsigned varint), then for

@@ -43,10 +43,15 @@ type Store struct {
 	mu      sync.Mutex
 	choices map[choice]string
 	delays  map[string]Delay
-	fakeIPs []byte           // the encoded fake IP mappings; nil: never set
-	pending map[entry][]byte // latest encoded value per key, not written yet
-	resync  bool             // the queue overflowed or a write failed: write everything
-	closed  bool
+	fakeIPs []byte // the encoded fake IP mappings; nil: never set
+	// The controller's settings (controller.go), each with whether set.
+	mode      ModeChoice
+	hasMode   bool
+	global    string
+	hasGlobal bool
+	pending   map[entry][]byte // latest encoded value per key, not written yet
+	resync    bool             // the queue overflowed or a write failed: write everything
+	closed    bool
 
 	wake      chan struct{} // capacity 1: something is pending
 	stop      chan struct{} // closed by Close
@@ -118,6 +123,7 @@ func (s *Store) reset() {
 	s.choices = map[choice]string{}
 	s.delays = map[string]Delay{}
 	s.fakeIPs = nil
+	s.mode, s.hasMode, s.global, s.hasGlobal = ModeChoice{}, false, "", false
 }
 
 // openFile checks, opens and reads the file, creating it when missing. A
@@ -143,7 +149,7 @@ func (s *Store) openFile() (db *bolt.DB, err error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketChoices, bucketDelays, bucketFakeIPs} {
+		for _, name := range [][]byte{bucketChoices, bucketDelays, bucketFakeIPs, bucketController} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -229,6 +235,7 @@ func (s *Store) read(tx *bolt.Tx) error {
 			s.fakeIPs = bytes.Clone(v) // v lives as long as the transaction
 		}
 	}
+	s.readController(tx)
 	return nil
 }
 
@@ -396,6 +403,7 @@ func (s *Store) snapshotLocked() map[entry][]byte {
 	if s.fakeIPs != nil && len(s.fakeIPs) <= bolt.MaxValueSize {
 		out[entry{string(bucketFakeIPs), string(fakeIPsKey)}] = s.fakeIPs
 	}
+	s.snapshotController(out)
 	return out
 }
 

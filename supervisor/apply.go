@@ -78,6 +78,7 @@ func (sv *Supervisor) apply(s *spec.Spec) (large bool, err error) {
 		sv.dnsCur.Store(rt)
 	}
 	sv.admit(p, s)
+	sv.reloadMode(s, p.plane)
 	sv.commit(p, ins, eng)
 	return large, nil
 }

@@ -179,6 +179,7 @@ func (sv *Supervisor) publish(old *state, p *prepared) {
 	} else if prev != nil {
 		prev.Migrate(nil)
 	}
+	sv.carryGlobal(sv.cell.Load(), p.plane)
 	sv.cell.Store(p.plane)
 	sv.groups.Store(next)
 	sv.nodeIDs.Store(&p.next.nodeIDs)

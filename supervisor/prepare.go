@@ -137,6 +137,9 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		return fail(fmt.Errorf("route: final names unknown outbound %q", s.Route.Final))
 	}
 	pl.Final = final
+	if err := attachModes(pl, s, groups, targets); err != nil {
+		return fail(err)
+	}
 	return &prepared{plan: p, next: next, plane: pl, warnings: warnings}, nil
 }
 

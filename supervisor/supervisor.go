@@ -96,6 +96,8 @@ type Supervisor struct {
 	dnsRT      *dnsRuntime
 	dnsPrev    *dnsRuntime
 	dnsVersion uint32
+	// modes is the routing mode every published plane reads (mode.go).
+	modes modes
 
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
@@ -173,6 +175,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.admit(p, s)
 	sv.configureUsers(s)
 	sv.restoreChoices(p.next.groups)
+	sv.startMode(s, p.plane)
 	sv.engine.Store(eng)
 	sv.healthSpec = s.Health
 	sv.syncHealth(eng, p.next)
