@@ -40,8 +40,9 @@ func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.P
 // whoever still holds it), and later packets through the same route
 // target prefer it (Query.Prefer). When the association already has a
 // sub-link on id, raw is closed, that sub-link becomes the route target's
-// and s's queued packets go again, routed to it; adopt then returns nil and
-// the opener is done. A sub-link closed or evicted meanwhile is returned as
+// and s's queued packets go on it (queued on it while it opens; past its
+// bound, or when a send fails, dropped and counted); adopt then returns nil
+// and the opener is done. A sub-link closed or evicted meanwhile is returned as
 // it is, for the flush to close what was opened.
 func (l *Link) adopt(s *sub, id plane.OutboundID, raw netx.PacketLink) *sub {
 	l.mu.Lock()
@@ -54,9 +55,26 @@ func (l *Link) adopt(s *sub, id plane.OutboundID, raw netx.PacketLink) *sub {
 			l.detach(s)
 			o.via = s.via
 			q := s.take()
+			if o.opening {
+				for _, p := range q {
+					if !o.enqueue(p.Payload(), p.Meta.to, p.Meta.sn) {
+						l.drops.Add(1)
+					}
+					p.Release()
+				}
+				l.mu.Unlock()
+				raw.Close()
+				return nil
+			}
+			link := o.link
 			l.mu.Unlock()
 			raw.Close()
-			l.resend(q)
+			for _, p := range q {
+				if link.WritePacket(p.Payload(), p.Meta.to) != nil {
+					l.drops.Add(1)
+				}
+				p.Release()
+			}
 			return nil
 		}
 	}

@@ -40,6 +40,13 @@ func (t *Target) ColdCandidates(q *Query) []Candidate {
 	return nil
 }
 
+// ColdEligible reports whether leaf is still an eligible cold candidate of
+// q through t; false when t prepares nothing.
+func (t *Target) ColdEligible(q *Query, leaf *Target) bool {
+	c, ok := t.ch.(ColdPreparer)
+	return ok && c.ColdEligible(q, leaf)
+}
+
 // PreparePacket opens the packet link of f on the first of cands (named
 // by via's chooser for q) to succeed while still eligible, preparing them
 // concurrently on the schedule of package coldudp under one absolute
@@ -50,8 +57,7 @@ func (t *Target) ColdCandidates(q *Query) []Candidate {
 // block are neutral. Every loser's link is closed and every attempt has
 // returned when PreparePacket returns.
 func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands []Candidate, f netx.Flow, failed func(leaf *Target, err error)) (Candidate, netx.PacketLink, error) {
-	cp, ok := via.ch.(ColdPreparer)
-	if !ok || len(cands) == 0 {
+	if _, ok := via.ch.(ColdPreparer); !ok || len(cands) == 0 {
 		return Candidate{}, nil, coldudp.ErrNoCandidates
 	}
 	d := p.EstablishTimeout()
@@ -71,7 +77,7 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 			}
 			return l, err
 		},
-		Eligible: func(i int) bool { return cp.ColdEligible(q, cands[i].Leaf) },
+		Eligible: func(i int) bool { return via.ColdEligible(q, cands[i].Leaf) },
 		Discard:  func(_ int, l netx.PacketLink) { l.Close() },
 		Failed: func(i int, err error) {
 			if failed == nil || expired[i] || Reloaded(err) || errors.Is(err, outbound.ErrBlocked) {
