@@ -151,3 +151,17 @@ func TestAColdGroupKeepsTheAssociationsPreparedLeaf(t *testing.T) {
 		t.Fatalf("measured, preferring b: %s (the ranking decides)", got)
 	}
 }
+
+// Keeping the prepared leaf costs a cold group's packets no allocation.
+func TestAColdPreferredSelectionAllocatesNothing(t *testing.T) {
+	e := build(t, []spec.Group{auto("urltest", "u", "a", "b", "c")}, leaves("a", "b", "c"))
+	prefer := e.leaves["c"].Target.ID()
+	q := plane.Query{Network: netx.UDP, Prefer: &prefer}
+	target := e.m.Target("u")
+	if l := target.Resolve(&q); l == nil || l.ID() != prefer {
+		t.Fatalf("resolved %v", l)
+	}
+	if a := testing.AllocsPerRun(100, func() { target.Resolve(&q) }); a != 0 {
+		t.Fatalf("%v allocations per selection", a)
+	}
+}
