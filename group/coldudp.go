@@ -59,11 +59,14 @@ func (c *chooser) ColdCandidates(q *plane.Query) []plane.Candidate {
 // coldOrder is the ranking order of g's eligible UDP members when none is
 // measured: those without strikes first, each part in declaration order.
 // measured is set, and the order nil, as soon as an eligible member has
-// ranking evidence.
+// ranking evidence. A block member is a terminal action, not a transport
+// to race: it is left out, and when it is the group's first pick the
+// order is nil (that pick stands).
 func (m *Manager) coldOrder(w *walker, g *grp, fam int) (order []int32, measured bool) {
 	p, r := w.quiet()
 	defer w.loud(p, r)
 	var struck []int32
+	blockFirst := false
 	for i := range g.members {
 		mi := int32(i)
 		_, li, x := m.member(w, g, mi, udp, fam)
@@ -76,11 +79,17 @@ func (m *Manager) coldOrder(w *walker, g *grp, fam int) (order []int32, measured
 		if _, ok := m.tcpLatency(g, mi, li, fam); ok {
 			return nil, true
 		}
-		if m.strikes(li) > 0 {
+		switch {
+		case li >= 0 && m.leaves[li].Block:
+			blockFirst = blockFirst || len(order) == 0
+		case m.strikes(li) > 0:
 			struck = append(struck, mi)
-		} else {
+		default:
 			order = append(order, mi)
 		}
+	}
+	if blockFirst {
+		return nil, false
 	}
 	return append(order, struck...), false
 }

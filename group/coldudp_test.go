@@ -49,6 +49,18 @@ func TestAColdURLTestNamesItsEligibleLeavesInRankingOrder(t *testing.T) {
 	}
 }
 
+// A block member is a terminal action, never raced: left out after a real
+// first pick, and authoritative as the first pick.
+func TestABlockMemberIsNoColdCandidate(t *testing.T) {
+	e := build(t, []spec.Group{auto("urltest", "u", "a", "block", "b"), auto("urltest", "bf", "block", "a", "b")}, leaves("a", "b", "block"))
+	if tags, _ := e.cold("u", netx.V4); !equal(tags, []string{"a", "b"}) {
+		t.Fatalf("candidates %v, want [a b]", tags)
+	}
+	if tags, _ := e.cold("bf", netx.V4); tags != nil {
+		t.Fatalf("block first: candidates %v, want none", tags)
+	}
+}
+
 // A sub-group member is one candidate, the leaf its own policy picks, with
 // the chain through it.
 func TestAColdCandidateThroughASubGroupCarriesItsChain(t *testing.T) {
