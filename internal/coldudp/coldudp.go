@@ -131,8 +131,10 @@ func (e *Error) Error() string {
 	if e.Expired {
 		fmt.Fprintf(&b, "cold UDP preparation: %s with %d of %d candidates started",
 			(&netx.DeadlineError{After: e.Deadline}).Error(), e.Started, e.Candidates)
-	} else {
+	} else if len(e.Errs) == e.Candidates {
 		fmt.Fprintf(&b, "cold UDP preparation: all %d candidates failed", e.Candidates)
+	} else {
+		fmt.Fprintf(&b, "cold UDP preparation: none of %d candidates opened while eligible", e.Candidates)
 	}
 	for i, err := range e.Errs {
 		if i == 0 {
