@@ -216,6 +216,9 @@ type routed struct {
 	rule int              // the index of the rule that matched, or plane.Final
 	via  plane.OutboundID // the route target: an outbound version or a balancer
 	leaf *plane.Target    // the outbound version it resolved to; nil drops the packet
+	// target is the route target itself, asked at the open whether it
+	// prepares several leaves (plane.ColdPreparer).
+	target *plane.Target
 	// chain[:depth] is the selection chain the packet took (plane.Query),
 	// copied by value so that routing allocates nothing; a sub-link opened
 	// for the packet files it in the tracker.
@@ -241,7 +244,7 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 	if target == nil {
 		return routed{}, true
 	}
-	r = routed{flow: l.scratch, rule: rule, via: target.ID()}
+	r = routed{flow: l.scratch, rule: rule, via: target.ID(), target: target}
 	var found bool
 	if l.prefer, found, ok = l.preferred(r.via); !ok {
 		return routed{}, false

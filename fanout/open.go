@@ -64,15 +64,12 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 	defer l.opens.Done()
 	defer s.cancel()
 	f := r.flow
-	est, dctx, cancel := pl.Begin(ctx)
-	raw, err := r.leaf.DialPacket(dctx, f)
-	est.End()
-	cancel()
+	raw, cold, err := l.dial(ctx, &r, pl)
 	if err != nil && plane.Reloaded(err) && ctx.Err() == nil && l.cell.Load() != pl {
 		l.reroute(s)
 		return
 	}
-	if err != nil && ctx.Err() == nil && !plane.Reloaded(err) {
+	if err != nil && ctx.Err() == nil && !plane.Reloaded(err) && !cold {
 		l.reportPath(r.leaf.Node(), false)
 	}
 	if err != nil {
@@ -91,6 +88,11 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 			l.debug("udp fan-out: dropped %d datagrams waiting for %s", len(q), s.id)
 		}
 		return
+	}
+	if cold && r.leaf.ID() != s.id {
+		if s = l.adopt(s, r.leaf.ID(), raw); s == nil {
+			return
+		}
 	}
 	meta := track.Meta{
 		Network:     netx.UDP,

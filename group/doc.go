@@ -94,8 +94,13 @@
 // winner interrupts the old one when the group interrupts: the switch is
 // queued (InterruptQueue deep, a switch beyond it is logged and dropped)
 // to the Manager's worker, which calls OnInterrupt off the selecting
-// goroutine; Close stops it. An unmeasured URLTest plan is a single leaf
-// here, like every other plan (no cold multi-transport preparation). Retry
+// goroutine; Close stops it. Choose returns a single leaf for every plan;
+// a URLTest route target with no eligible member measured for a UDP
+// flow's family (no DataUdp, DnsUdp or TCP average) also names every
+// eligible leaf, strikes last, to prepare at once (ColdCandidates, the
+// cold UDP preparation of package coldudp), rechecks the winner
+// (ColdEligible) and, while it stays unmeasured, keeps the association's
+// prepared leaf (Query.Prefer) rather than its unmeasured first pick. Retry
 // is the one retry round of a URLTest setup failure: the latency-ordered
 // top three (RetryCandidates) eligible leaves of the innermost URLTest on
 // the flow's chain, the failed leaf excluded.

@@ -139,6 +139,9 @@ type urlCache struct {
 	gen      atomic.Uint64
 	computed atomic.Bool
 	busy     atomic.Bool // single flight of the recompute
+	// cold: no eligible candidate had ranking evidence at the last rank
+	// (the association's prepared UDP leaf is kept: coldudp.go).
+	cold atomic.Bool
 }
 
 // pin is one (network, family) Fallback pin.

@@ -135,8 +135,10 @@ func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32
 	fresh := valid && c.epoch.Load() == e && c.gen.Load() == gen
 	win := c.win.Load()
 	if !fresh && c.busy.CompareAndSwap(false, true) {
-		nw := m.rank(w, g, net, fam, win, nil, nil)
+		var rk ranking
+		nw := m.rank(w, g, net, fam, win, nil, &rk)
 		c.prev.Store(win)
+		c.cold.Store(!rk.measured)
 		c.win.Store(nw)
 		c.gen.Store(gen)
 		c.epoch.Store(e)
@@ -146,6 +148,13 @@ func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32
 			m.interrupt(g, win, net)
 		}
 		win, valid = nw, true
+	}
+	if net == udp && w.n == 1 && w.q.Prefer != nil && c.cold.Load() {
+		// A cold top-level group keeps the leaf its UDP preparation
+		// chose for the association while that leaf stays eligible.
+		if t, li, mi := m.preferred(w, g, fam); li != none {
+			return t, li, mi
+		}
 	}
 	if win >= 0 {
 		if t, li, _ := m.member(w, g, win, net, fam); li != none {

@@ -40,6 +40,9 @@ type ranking struct {
 	mirror      bool // UDP ranked by the TCP averages
 	held        bool // the incumbent stayed within tolerance
 	eligible    int
+	// measured: an eligible candidate has ranking evidence (for UDP, in
+	// DataUdp, DnsUdp or TCP); a UDP plan without is cold (coldudp.go).
+	measured bool
 }
 
 // rank is the URLTest winner of g for (network, family) against the
@@ -69,10 +72,12 @@ func (m *Manager) rank(w *walker, g *grp, net, fam int, inc int32, rows *[]Candi
 		s := m.strikes(li)
 		ct := cand{i: mi, struck: s > 0}
 		ct.lat, ct.measured = m.tcpLatency(g, mi, li, fam)
+		rk.measured = rk.measured || ct.measured
 		cu := ct
 		if net == udp {
 			cu.lat, cu.measured = m.udpLatency(li, fam)
 			evidence = evidence || cu.measured
+			rk.measured = rk.measured || cu.measured
 		}
 		if ct.before(bt) {
 			bt = ct
