@@ -124,9 +124,9 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 }
 
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
-// with reload and applies it. The API starts after the supervisor and
-// stops before it; a reload does not move it (its listen, secret and
-// origins are read at start).
+// with reload and applies it. The API starts before the supervisor's
+// inbounds and stops before the supervisor; a reload does not move it
+// (its listen, secret and origins are read at start).
 func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
@@ -139,10 +139,6 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
-	if err := sv.Start(); err != nil {
-		log.Error("start failed", "error", err)
-		return exitError{1}
-	}
 	// reloading serializes reloads (SIGHUP, the API's PUT /configs) and
 	// guards apiSrv, which a reload the API asks for reads.
 	var (
@@ -190,15 +186,28 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		}
 		return applyReload(reload)
 	}
+	// The API listens before the inbounds bind, so that it answers once
+	// "switchyard ready" is logged; a reload it asks for meanwhile waits
+	// for the start.
+	reloading.Lock()
 	started, err := startAPI(s, sv, log, o)
 	if err != nil {
+		reloading.Unlock()
 		log.Error("start failed", "error", err)
 		sv.Close()
 		return exitError{1}
 	}
-	reloading.Lock()
 	apiSrv = started
+	err = sv.Start()
 	reloading.Unlock()
+	if err != nil {
+		log.Error("start failed", "error", err)
+		if started != nil {
+			started.Close()
+		}
+		sv.Close()
+		return exitError{1}
+	}
 	for sig := <-sigs; sig == syscall.SIGHUP || sig == syscall.SIGUSR1; sig = <-sigs {
 		if sig == syscall.SIGUSR1 {
 			logStats(log, sv)
