@@ -66,6 +66,12 @@ final = "pick"
 
 func newRig(t *testing.T, opts Options) *rig {
 	t.Helper()
+	return newRigWith(t, opts, "")
+}
+
+// newRigWith is newRig with extra appended to the configuration.
+func newRigWith(t *testing.T, opts Options, extra string) *rig {
+	t.Helper()
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" {
 			select {
@@ -76,7 +82,7 @@ func newRig(t *testing.T, opts Options) *rig {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(web.Close)
-	s, _, err := config.Parse([]byte(strings.ReplaceAll(baseConfig, "WEB", web.URL)), "api-test.toml")
+	s, _, err := config.Parse([]byte(strings.ReplaceAll(baseConfig+extra, "WEB", web.URL)), "api-test.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,6 +124,12 @@ func (v *view) proxy(name string) (proxy, bool) {
 			p := proxy{Name: name, Type: strategyTypes[b.Strategy], UDP: true, Alive: true,
 				History: []historyItem{}, Extra: map[string]urlHealth{}}
 			p.groupFields = &groupFields{All: slices.Clone(b.Members)}
+			// A failover balancer's now is its first healthy member; it is
+			// alive while one member is.
+			if st, ok := v.s.b.BalancerStatus(name); ok {
+				p.Now = st.Now
+				p.Alive = slices.Contains(st.Up, true)
+			}
 			return p, true
 		}
 	}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"testing"
@@ -188,4 +190,53 @@ func TestDelay(t *testing.T) {
 	}
 	r.get(t, "/group/auto/delay?timeout=200&url="+url.QueryEscape(r.web.URL+"/hang"), 504, &e)
 	r.get(t, "/group/d1/delay", 404, nil)
+}
+
+// A failover balancer shows its first healthy member as now, and is alive
+// while a member is.
+func TestABalancerShowsItsCurrentMember(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := down.Addr().String()
+	down.Close()
+	r := newRigWith(t, Options{}, fmt.Sprintf(`
+[[outbounds]]
+tag = "s1"
+type = "socks"
+server = %q
+
+[[outbounds]]
+tag = "s2"
+type = "socks"
+server = %q
+
+[[balancers]]
+tag = "pool"
+members = ["s1", "s2"]
+strategy = "failover"
+probe_interval = "50ms"
+probe_timeout = "1s"
+`, deadAddr, up.Addr().String()))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var p proxyJSON
+		r.get(t, "/proxies/pool", 200, &p)
+		if p.Type != "Fallback" || !slices.Equal(p.All, []string{"s1", "s2"}) {
+			t.Fatalf("the balancer: %+v", p)
+		}
+		if p.Now == "s2" && p.Alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("s1 is dead, now is still %q (alive %v)", p.Now, p.Alive)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

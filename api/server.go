@@ -53,6 +53,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"switchyard/balancer"
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
@@ -83,6 +84,9 @@ type Backend interface {
 	// ClearSelector drops a selector group's choice back to its default
 	// (DELETE /proxies/{name}).
 	ClearSelector(tag string, networks ...netx.Network) (int, error)
+	// BalancerStatus is the balancer tag's current member and its
+	// members' health.
+	BalancerStatus(tag string) (balancer.Status, bool)
 }
 
 // Options are the API's settings.
