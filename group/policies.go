@@ -39,6 +39,7 @@ func (m *Manager) fallback(w *walker, g *grp, net, fam int) (*plane.Target, int3
 		if p.idx.CompareAndSwap(cur, mi) {
 			p.since.Store(m.now().UnixNano())
 			if cur >= 0 {
+				m.switched(g, net, SwitchUnavailable)
 				m.interrupt(g, cur, net)
 			}
 		}
@@ -135,7 +136,8 @@ func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32
 	fresh := valid && c.epoch.Load() == e && c.gen.Load() == gen
 	win := c.win.Load()
 	if !fresh && c.busy.CompareAndSwap(false, true) {
-		nw := m.rank(w, g, net, fam, win, nil, nil)
+		var rk ranking
+		nw := m.rank(w, g, net, fam, win, nil, &rk)
 		c.prev.Store(win)
 		c.win.Store(nw)
 		c.gen.Store(gen)
@@ -143,6 +145,7 @@ func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32
 		c.computed.Store(true)
 		c.busy.Store(false)
 		if nw != win && nw >= 0 && win >= 0 {
+			m.switched(g, net, switchReason(&rk))
 			m.interrupt(g, win, net)
 		}
 		win, valid = nw, true
