@@ -95,14 +95,15 @@ func (t *Tracker) Totals() []Totals {
 	return out
 }
 
-// ForgetOutbounds drops the ended totals of every outbound tag keep
-// refuses: after a reload removed an outbound, its totals start over if
-// it comes back. Live flows are not touched.
-func (t *Tracker) ForgetOutbounds(keep func(tag string) bool) {
+// Forget drops the ended totals of every (inbound, outbound tag) keep
+// refuses: after a reload removed an inbound or an outbound, its totals
+// start over if it comes back. Live flows are not touched. It bounds the
+// ended totals by what the configuration names.
+func (t *Tracker) Forget(keep func(inbound, outbound string) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k := range t.ended {
-		if !keep(k.outbound) {
+		if !keep(k.inbound, k.outbound) {
 			delete(t.ended, k)
 		}
 	}

@@ -51,7 +51,7 @@ func TestTotalsKeepEndedFlowsByOutboundTag(t *testing.T) {
 			t.Fatalf("keyed as %+v", s)
 		}
 	}
-	tr.ForgetOutbounds(func(tag string) bool { return tag != "proxy" })
+	tr.Forget(func(_, tag string) bool { return tag != "proxy" })
 	if got := tr.Totals(); len(got) != 0 {
 		t.Fatalf("totals after forgetting: %+v", got)
 	}
