@@ -25,6 +25,7 @@ import (
 // slowly.
 func (sv *Supervisor) Apply(s *spec.Spec) error {
 	large, err := sv.apply(s)
+	sv.countReload(err)
 	if large {
 		debug.FreeOSMemory()
 	}
@@ -107,6 +108,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 		}
 	}
 	sv.cur = p.next
+	sv.syncMetrics(p.next)
 	for _, st := range p.plan.outbounds {
 		id := fmt.Sprintf("%s@v%d", st.spec.Tag, st.version)
 		sv.log.Info("outbound "+id+" "+st.kind.String(), "epoch", p.plane.Epoch)

@@ -13,6 +13,7 @@ import (
 
 	"switchyard/group"
 	"switchyard/health"
+	"switchyard/metrics"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
@@ -52,6 +53,9 @@ type Options struct {
 	// closed; it must not block. A flow whose setup failed after its dial
 	// (before any relay) reports nothing.
 	FlowEnded func(track.Meta, relay.End)
+	// Metrics, when set, is fed by the supervisor (metrics.go): it reads
+	// the supervisor's snapshots at scrape time and hears its events.
+	Metrics *metrics.Metrics
 
 	// clock, in tests, is the health engine's clock.
 	clock health.Clock
@@ -145,7 +149,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		sv.gate = netx.ProcessGate()
 	}
 	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded,
-		health: healthReports{engine: sv.engine.Load}}
+		health: healthReports{engine: sv.engine.Load}, metrics: dialMetrics{opts.Metrics}}
 	deps, err := sv.deps(s)
 	if err != nil {
 		cancel()
@@ -176,6 +180,8 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.publish(nil, p)
 	eng.SyncActivity(activities(p.next))
 	sv.cur = p.next
+	sv.syncMetrics(p.next)
+	sv.attachMetrics()
 	return sv, nil
 }
 
@@ -198,6 +204,7 @@ func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
 // the process gate every generation shares.
 func (sv *Supervisor) admit(p *prepared, s *spec.Spec) {
 	p.plane.Admission = netx.NewAdmission(sv.gate, s.Dial.MaxConcurrentDials)
+	sv.observeAdmission(p.plane.Admission)
 }
 
 // Admission reads the dial admission counts: the current generation's and
@@ -278,6 +285,7 @@ func (sv *Supervisor) Close() error {
 	}
 	sv.closed = true
 	sv.cancel()
+	sv.detachMetrics()
 	var errs []error
 	for _, l := range sv.inbounds {
 		errs = append(errs, l.close())
