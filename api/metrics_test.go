@@ -132,8 +132,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"switchyard_flows_open", dto.MetricType_GAUGE, []string{"network", "inbound", "outbound"}},
 		{"switchyard_flows_total", dto.MetricType_COUNTER, []string{"network", "inbound", "outbound"}},
 		{"switchyard_outbound_bytes_total", dto.MetricType_COUNTER, []string{"outbound", "direction"}},
-		{"switchyard_dials_total", dto.MetricType_COUNTER, []string{"outbound", "result"}},
-		{"switchyard_dial_failures_total", dto.MetricType_COUNTER, []string{"outbound", "phase"}},
+		{"switchyard_dials_total", dto.MetricType_COUNTER, []string{"network", "outbound", "result"}},
+		{"switchyard_dial_failures_total", dto.MetricType_COUNTER, []string{"network", "outbound", "phase"}},
 		{"switchyard_admission_waits_total", dto.MetricType_COUNTER, []string{"outcome"}},
 		{"switchyard_admission_wait_seconds", dto.MetricType_HISTOGRAM, nil},
 		{"switchyard_admission_limit", dto.MetricType_GAUGE, []string{"scope"}},
@@ -174,9 +174,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		want   float64
 	}{
 		{"switchyard_flows_total", map[string]string{"network": "tcp", "inbound": "socks-in", "outbound": "d1"}, 1},
-		{"switchyard_dials_total", map[string]string{"outbound": "d1", "result": "success"}, 1},
-		{"switchyard_dials_total", map[string]string{"outbound": "dead", "result": "failure"}, 1},
-		{"switchyard_dial_failures_total", map[string]string{"outbound": "dead", "phase": "connect"}, 1},
+		{"switchyard_dials_total", map[string]string{"network": "tcp", "outbound": "d1", "result": "success"}, 1},
+		{"switchyard_dials_total", map[string]string{"network": "tcp", "outbound": "dead", "result": "failure"}, 1},
+		{"switchyard_dial_failures_total", map[string]string{"network": "tcp", "outbound": "dead", "phase": "connect"}, 1},
 		{"switchyard_group_switches_total", map[string]string{"group": "pick", "network": "tcp", "reason": "manual"}, 1},
 		{"switchyard_health_transitions_total", map[string]string{"node": "dead", "domain": "tcp", "family": "ipv4", "from": "alive", "to": "dead"}, 1},
 		{"switchyard_dns_queries_total", map[string]string{"resolver": "servers"}, 1},

@@ -68,6 +68,7 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 	raw, err := r.leaf.DialPacket(dctx, f)
 	est.End()
 	cancel()
+	l.reportDial(ctx, r.leaf, est, err)
 	if err != nil && plane.Reloaded(err) && ctx.Err() == nil && l.cell.Load() != pl {
 		l.reroute(s)
 		return

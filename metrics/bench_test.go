@@ -20,19 +20,19 @@ func benchMetrics() *metrics.Metrics {
 // The per-flow hook: one dial counted, and a failure with its phase.
 func BenchmarkDialed(b *testing.B) {
 	m := benchMetrics()
-	m.Dialed("hk", metrics.DialFailure, netx.PhaseTLS)
+	m.Dialed(netx.TCP, "hk", metrics.DialFailure, netx.PhaseTLS)
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Dialed("hk", metrics.DialSuccess, netx.PhaseHandshake)
+		m.Dialed(netx.TCP, "hk", metrics.DialSuccess, netx.PhaseHandshake)
 	}
 }
 
 func BenchmarkDialedFailure(b *testing.B) {
 	m := benchMetrics()
-	m.Dialed("hk", metrics.DialFailure, netx.PhaseTLS)
+	m.Dialed(netx.TCP, "hk", metrics.DialFailure, netx.PhaseTLS)
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Dialed("hk", metrics.DialFailure, netx.PhaseTLS)
+		m.Dialed(netx.TCP, "hk", metrics.DialFailure, netx.PhaseTLS)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"switchyard/netx"
 )
 
-// DialResult is how a TCP dial of an outbound ended.
+// DialResult is how a dial of an outbound ended.
 type DialResult uint8
 
 const (
@@ -46,48 +46,56 @@ func PhaseName(p netx.Phase) string {
 	return "unknown"
 }
 
-// outboundCounters are one outbound's dial counters: the results resolved
-// when Sync first names it, each phase's failures when it first fails in
-// that phase.
+// networks are the network label values, by netx.Network.
+var networks = [...]netx.Network{netx.TCP, netx.UDP}
+
+// outboundCounters are one outbound's dial counters per network: the
+// results resolved when Sync first names it, each phase's failures when
+// it first fails in that phase.
 type outboundCounters struct {
 	tag     string
-	results [nResults]prometheus.Counter
-	phases  [len(phaseNames) + 1]atomic.Pointer[prometheus.Counter] // the last: unknown
+	results [len(networks)][nResults]prometheus.Counter
+	phases  [len(networks)][len(phaseNames) + 1]atomic.Pointer[prometheus.Counter] // the last: unknown
 }
 
 func (m *Metrics) newOutboundCounters(tag string) *outboundCounters {
 	oc := &outboundCounters{tag: tag}
-	for r := range nResults {
-		oc.results[r] = m.dials.WithLabelValues(tag, resultNames[r])
+	for n, network := range networks {
+		for r := range nResults {
+			oc.results[n][r] = m.dials.WithLabelValues(network.String(), tag, resultNames[r])
+		}
 	}
 	return oc
 }
 
-// phase is the failure counter of phase p, resolved on first use.
-func (m *Metrics) phase(oc *outboundCounters, p netx.Phase) prometheus.Counter {
+// phase is the failure counter of phase p on network n, resolved on first
+// use.
+func (m *Metrics) phase(oc *outboundCounters, n int, p netx.Phase) prometheus.Counter {
 	i := min(int(p), len(phaseNames))
-	if c := oc.phases[i].Load(); c != nil {
+	if c := oc.phases[n][i].Load(); c != nil {
 		return *c
 	}
-	c := m.dialFailures.WithLabelValues(oc.tag, PhaseName(p))
-	oc.phases[i].CompareAndSwap(nil, &c)
+	network := networks[n].String()
+	c := m.dialFailures.WithLabelValues(network, oc.tag, PhaseName(p))
+	oc.phases[n][i].CompareAndSwap(nil, &c)
 	if m.known.Load().outbounds[oc.tag] != oc {
 		// A reload removed the outbound meanwhile: its series stay deleted.
-		m.dialFailures.DeleteLabelValues(oc.tag, PhaseName(p))
+		m.dialFailures.DeleteLabelValues(network, oc.tag, PhaseName(p))
 	}
 	return c
 }
 
-// Dialed counts one TCP dial of outbound (its tag) and, for a failure, the
-// phase it failed in. It allocates nothing once the phase was seen.
-func (m *Metrics) Dialed(outbound string, r DialResult, p netx.Phase) {
+// Dialed counts one dial of outbound (its tag) on network (a TCP flow's
+// dial, a UDP sub-link's open) and, for a failure, the phase it failed
+// in. It allocates nothing once the phase was seen.
+func (m *Metrics) Dialed(network netx.Network, outbound string, r DialResult, p netx.Phase) {
 	oc := m.known.Load().outbounds[outbound]
-	if oc == nil || r >= nResults {
+	if oc == nil || r >= nResults || int(network) >= len(networks) {
 		return
 	}
-	oc.results[r].Inc()
+	oc.results[network][r].Inc()
 	if r == DialFailure {
-		m.phase(oc, p).Inc()
+		m.phase(oc, int(network), p).Inc()
 	}
 }
 

@@ -44,8 +44,8 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 
-	dials          *prometheus.CounterVec   // outbound, result
-	dialFailures   *prometheus.CounterVec   // outbound, phase
+	dials          *prometheus.CounterVec   // network, outbound, result
+	dialFailures   *prometheus.CounterVec   // network, outbound, phase
 	transitions    *prometheus.CounterVec   // node, domain, family, from, to
 	probeRTT       *prometheus.HistogramVec // node, domain, family
 	probeFailures  *prometheus.CounterVec   // node, domain
@@ -76,12 +76,12 @@ func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.dials = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "dials_total",
-		Help: "TCP dials of an outbound by result: success, failure, abandoned (the client left or a reload overtook the dial), blocked (a block outbound).",
-	}, []string{"outbound", "result"})
+		Help: "Dials of an outbound (TCP flows; UDP sub-link opens) by result: success, failure, abandoned (the client left or a reload overtook the dial), blocked (a block outbound).",
+	}, []string{"network", "outbound", "result"})
 	m.dialFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "dial_failures_total",
-		Help: "Failed TCP dials of an outbound by the establishment phase that was running: routing, resolve, admission, connect, tls, transport, quic, tunnel, handshake.",
-	}, []string{"outbound", "phase"})
+		Help: "Failed dials of an outbound by network and the establishment phase that was running: routing, resolve, admission, connect, tls, transport, quic, tunnel, handshake.",
+	}, []string{"network", "outbound", "phase"})
 	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "health_transitions_total",
 		Help: "Health state transitions of a node by domain (tcp, dns_udp, data_udp), address family and states from and to (alive, dead).",

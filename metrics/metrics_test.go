@@ -118,10 +118,11 @@ func TestHooksAndSnapshotsAreExposed(t *testing.T) {
 	done := tr.Conn(track.Meta{Network: netx.TCP, Inbound: "socks-in", Outbound: "hk@v1"}, pipeConn(t))
 	done.Write(make([]byte, 5))
 	done.Close()
-	m.Dialed("hk", metrics.DialSuccess, netx.PhaseHandshake)
-	m.Dialed("hk", metrics.DialFailure, netx.PhaseTLS)
-	m.Dialed("hk", metrics.DialFailure, netx.PhaseTLS)
-	m.Dialed("gone", metrics.DialSuccess, netx.PhaseConnect) // not configured: dropped
+	m.Dialed(netx.TCP, "hk", metrics.DialSuccess, netx.PhaseHandshake)
+	m.Dialed(netx.TCP, "hk", metrics.DialFailure, netx.PhaseTLS)
+	m.Dialed(netx.TCP, "hk", metrics.DialFailure, netx.PhaseTLS)
+	m.Dialed(netx.TCP, "gone", metrics.DialSuccess, netx.PhaseConnect) // not configured: dropped
+	m.Dialed(netx.UDP, "hk", metrics.DialFailure, netx.PhaseHandshake)
 	m.AdmissionWaited(20*time.Millisecond, true)
 	m.Reloaded(true)
 	m.Reloaded(false)
@@ -136,10 +137,12 @@ func TestHooksAndSnapshotsAreExposed(t *testing.T) {
 	mustValue(t, fs, 2, "switchyard_flows_total", "network", "tcp", "inbound", "socks-in", "outbound", "hk")
 	mustValue(t, fs, 12, "switchyard_outbound_bytes_total", "outbound", "hk", "direction", "up")
 	mustValue(t, fs, 0, "switchyard_outbound_bytes_total", "outbound", "hk", "direction", "down")
-	mustValue(t, fs, 1, "switchyard_dials_total", "outbound", "hk", "result", "success")
-	mustValue(t, fs, 2, "switchyard_dials_total", "outbound", "hk", "result", "failure")
-	mustValue(t, fs, 0, "switchyard_dials_total", "outbound", "direct", "result", "success")
-	mustValue(t, fs, 2, "switchyard_dial_failures_total", "outbound", "hk", "phase", "tls")
+	mustValue(t, fs, 1, "switchyard_dials_total", "network", "tcp", "outbound", "hk", "result", "success")
+	mustValue(t, fs, 2, "switchyard_dials_total", "network", "tcp", "outbound", "hk", "result", "failure")
+	mustValue(t, fs, 1, "switchyard_dials_total", "network", "udp", "outbound", "hk", "result", "failure")
+	mustValue(t, fs, 0, "switchyard_dials_total", "network", "udp", "outbound", "direct", "result", "success")
+	mustValue(t, fs, 2, "switchyard_dial_failures_total", "network", "tcp", "outbound", "hk", "phase", "tls")
+	mustValue(t, fs, 1, "switchyard_dial_failures_total", "network", "udp", "outbound", "hk", "phase", "handshake")
 	if _, ok := value(fs, "switchyard_dials_total", "outbound", "gone"); ok {
 		t.Fatal("a dial of an outbound not configured was counted")
 	}
@@ -182,7 +185,7 @@ func TestSyncDeletesTheSeriesOfWhatAReloadRemoved(t *testing.T) {
 	m.Sync(metrics.Config{Inbounds: []string{"in"}, Outbounds: []string{"hk", "sg"}, Groups: []string{"auto", "pick"}})
 	tr.Conn(track.Meta{Network: netx.TCP, Inbound: "in", Outbound: "hk@v1"}, pipeConn(t)).Close()
 	for _, tag := range []string{"hk", "sg"} {
-		m.Dialed(tag, metrics.DialFailure, netx.PhaseConnect)
+		m.Dialed(netx.TCP, tag, metrics.DialFailure, netx.PhaseConnect)
 		m.Probed(health.NodeID{}, tag, health.TCP, netx.V4, time.Millisecond, nil)
 		m.Transition(health.NodeID{}, tag, health.TCP, netx.V4, false)
 	}
@@ -191,7 +194,7 @@ func TestSyncDeletesTheSeriesOfWhatAReloadRemoved(t *testing.T) {
 
 	m.Sync(metrics.Config{Inbounds: []string{"in"}, Outbounds: []string{"sg"}, Groups: []string{"pick"}})
 	tr.Forget(func(_, tag string) bool { return tag == "sg" })
-	m.Dialed("hk", metrics.DialSuccess, netx.PhaseConnect)
+	m.Dialed(netx.TCP, "hk", metrics.DialSuccess, netx.PhaseConnect)
 	m.Switched("auto", netx.TCP, group.SwitchManual)
 	fs := families(t, m)
 	for _, name := range []string{"switchyard_dials_total", "switchyard_dial_failures_total", "switchyard_flows_total", "switchyard_outbound_bytes_total"} {
@@ -209,7 +212,7 @@ func TestSyncDeletesTheSeriesOfWhatAReloadRemoved(t *testing.T) {
 	}
 	mustValue(t, fs, 1, "switchyard_dial_failures_total", "outbound", "sg", "phase", "connect")
 	mustValue(t, fs, 1, "switchyard_group_switches_total", "group", "pick", "network", "udp", "reason", "manual")
-	m.Dialed("sg", metrics.DialFailure, netx.PhaseConnect)
+	m.Dialed(netx.TCP, "sg", metrics.DialFailure, netx.PhaseConnect)
 	mustValue(t, families(t, m), 2, "switchyard_dial_failures_total", "outbound", "sg", "phase", "connect")
 }
 

@@ -150,5 +150,5 @@ func (c *connector) dialLeaf(ctx, dctx context.Context, est *netx.Establishment,
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {
 	f.Network = netx.UDP
-	return fanout.NewReporting(c.cell, f, c.tracker, c.log, c.health)
+	return fanout.NewReporting(c.cell, f, c.tracker, c.log, packetReports{c.health, c.metrics})
 }

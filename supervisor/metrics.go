@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 
+	"switchyard/fanout"
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/metrics"
@@ -89,25 +90,44 @@ func (sv *Supervisor) observeAdmission(a *netx.Admission) {
 	}
 }
 
-// dialMetrics counts the connector's TCP dials by outbound tag, result and
-// phase.
+// dialMetrics counts dials by network, outbound tag, result and phase: the
+// connector's TCP dials and the UDP fan-out's sub-link opens.
 type dialMetrics struct{ m *metrics.Metrics }
 
-// dialed counts one dial of leaf under est that returned err; ctx is the
-// client's.
+// dialed counts one TCP dial of leaf under est that returned err; ctx is
+// the client's.
 func (d dialMetrics) dialed(ctx context.Context, est *netx.Establishment, leaf *plane.Target, err error) {
-	if d.m == nil || leaf == nil {
-		return
+	if d.m != nil && leaf != nil {
+		d.m.Dialed(netx.TCP, leaf.ID().Tag, dialResult(err, ctx.Err() != nil), est.Phase())
 	}
-	r := metrics.DialSuccess
+}
+
+// dialResult classifies a dial's outcome; abandoned says the client (or
+// the association) went away while it ran.
+func dialResult(err error, abandoned bool) metrics.DialResult {
 	switch {
 	case err == nil:
+		return metrics.DialSuccess
 	case errors.Is(err, outbound.ErrBlocked):
-		r = metrics.DialBlocked
-	case ctx.Err() != nil || plane.Reloaded(err):
-		r = metrics.DialAbandoned
-	default:
-		r = metrics.DialFailure
+		return metrics.DialBlocked
+	case abandoned || plane.Reloaded(err):
+		return metrics.DialAbandoned
 	}
-	d.m.Dialed(leaf.ID().Tag, r, est.Phase())
+	return metrics.DialFailure
+}
+
+// packetReports are what a UDP association reports: each leaf's packet
+// path to health, each sub-link open to the metrics.
+type packetReports struct {
+	healthReports
+	dials dialMetrics
+}
+
+var _ fanout.DialReporter = packetReports{}
+
+// PacketDialed counts one sub-link open (fanout.DialReporter).
+func (r packetReports) PacketDialed(leaf *plane.Target, phase netx.Phase, err error, abandoned bool) {
+	if r.dials.m != nil && leaf != nil {
+		r.dials.m.Dialed(netx.UDP, leaf.ID().Tag, dialResult(err, abandoned), phase)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -108,7 +109,19 @@ func TestSupervisorFeedsTheMetrics(t *testing.T) {
 	wantMetric(t, m, 1, "switchyard_flows_total", "network", "tcp", "inbound", "socks-in", "outbound", "direct2")
 	wantMetric(t, m, 4, "switchyard_outbound_bytes_total", "outbound", "direct2", "direction", "up")
 	wantMetric(t, m, 4, "switchyard_outbound_bytes_total", "outbound", "direct2", "direction", "down")
-	wantMetric(t, m, 1, "switchyard_dials_total", "outbound", "direct2", "result", "success")
+	wantMetric(t, m, 1, "switchyard_dials_total", "network", "tcp", "outbound", "direct2", "result", "success")
+
+	// A UDP association: its sub-link through direct2 is a UDP dial.
+	uecho := udpEcho(t)
+	link := sv.conn.OpenAssociation(netx.Flow{Inbound: "socks-in", Src: netip.MustParseAddrPort("127.0.0.1:5000")})
+	link.WritePacket([]byte("ping"), netx.AddrFromAddrPort(uecho.LocalAddr().(*net.UDPAddr).AddrPort()))
+	if _, _, err := link.ReadPacket(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, m, 1, "switchyard_dials_total", "network", "udp", "outbound", "direct2", "result", "success")
+	wantMetric(t, m, 1, "switchyard_flows_open", "network", "udp", "inbound", "socks-in", "outbound", "direct2")
+	link.Close()
+	waitMetric(t, m, 0, "switchyard_flows_open", "network", "udp", "inbound", "socks-in", "outbound", "direct2")
 
 	// The selector moves to dead: a switch per network, then a dial that
 	// fails connecting.
@@ -121,8 +134,8 @@ func TestSupervisorFeedsTheMetrics(t *testing.T) {
 		c.Close()
 		t.Fatal("a flow through a closed port was opened")
 	}
-	wantMetric(t, m, 1, "switchyard_dials_total", "outbound", "dead", "result", "failure")
-	wantMetric(t, m, 1, "switchyard_dial_failures_total", "outbound", "dead", "phase", "connect")
+	wantMetric(t, m, 1, "switchyard_dials_total", "network", "tcp", "outbound", "dead", "result", "failure")
+	wantMetric(t, m, 1, "switchyard_dial_failures_total", "network", "tcp", "outbound", "dead", "phase", "connect")
 
 	// Probes: the direct nodes measure, dead's fail until it dies.
 	for range 3 {
@@ -163,7 +176,8 @@ func TestSupervisorFeedsTheMetrics(t *testing.T) {
 	}
 	// What stayed keeps its counts.
 	wantMetric(t, m, 1, "switchyard_flows_total", "network", "tcp", "inbound", "socks-in", "outbound", "direct2")
-	wantMetric(t, m, 1, "switchyard_dials_total", "outbound", "direct2", "result", "success")
+	wantMetric(t, m, 1, "switchyard_dials_total", "network", "tcp", "outbound", "direct2", "result", "success")
+	wantMetric(t, m, 1, "switchyard_dials_total", "network", "udp", "outbound", "direct2", "result", "success")
 }
 
 // Dials that wait for admission are counted with their wait.
@@ -199,6 +213,6 @@ func TestSupervisorCountsAdmissionWaits(t *testing.T) {
 		t.Fatalf("%v admitted waits counted for 3 dials through 1 permit", waits)
 	}
 	wantMetric(t, m, waits, "switchyard_admission_wait_seconds")
-	wantMetric(t, m, 3, "switchyard_dials_total", "outbound", "up", "result", "success")
+	wantMetric(t, m, 3, "switchyard_dials_total", "network", "tcp", "outbound", "up", "result", "success")
 	wantMetric(t, m, 1, "switchyard_admission_limit", "scope", "generation")
 }

@@ -126,7 +126,7 @@ final = "direct"
 		{"switchyard_flows_total", flow, 1},
 		{"switchyard_outbound_bytes_total", map[string]string{"outbound": "direct", "direction": "up"}, 5},
 		{"switchyard_outbound_bytes_total", map[string]string{"outbound": "direct", "direction": "down"}, 5},
-		{"switchyard_dials_total", map[string]string{"outbound": "direct", "result": "success"}, 1},
+		{"switchyard_dials_total", map[string]string{"network": "tcp", "outbound": "direct", "result": "success"}, 1},
 		{"switchyard_reloads_total", map[string]string{"outcome": "success"}, 0},
 	} {
 		if v, ok := sample(fams[want.name], want.labels); !ok || v != want.value {
@@ -152,7 +152,7 @@ final = "direct"
 			t.Errorf("reloads %s = %v, want %v", outcome, v, want)
 		}
 	}
-	if v, ok := sample(fams["switchyard_dials_total"], map[string]string{"outbound": "d2", "result": "success"}); !ok || v != 0 {
+	if v, ok := sample(fams["switchyard_dials_total"], map[string]string{"network": "tcp", "outbound": "d2", "result": "success"}); !ok || v != 0 {
 		t.Errorf("the outbound the reload added: dials %v (present %v), want 0", v, ok)
 	}
 }
