@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"switchyard/health"
 	"switchyard/metrics"
 	"switchyard/netx"
+	"switchyard/track"
 )
 
 func benchMetrics() *metrics.Metrics {
@@ -75,5 +77,42 @@ func BenchmarkProbeFailed(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Probed(health.NodeID{}, "hk", health.TCP, netx.V4, 0, errProbe)
+	}
+}
+
+// nopConn is a conn nothing reads or writes; Close succeeds.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }
+
+// A scrape with 10,000 open flows over 4 outbounds: the tracker's totals
+// are one pass of the table under its lock.
+func BenchmarkScrape10kFlows(b *testing.B) {
+	m := metrics.New()
+	tr := track.New()
+	m.Attach(fakeSource{tr})
+	outs := []string{"hk", "sg", "jp", "us"}
+	m.Sync(metrics.Config{Inbounds: []string{"in"}, Outbounds: outs})
+	for i := range 10000 {
+		c := tr.Conn(track.Meta{Network: netx.TCP, Inbound: "in", Outbound: outs[i%4] + "@v1"}, nopConn{})
+		defer c.Close()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Registry().Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTrackerTotals10kFlows(b *testing.B) {
+	tr := track.New()
+	for range 10000 {
+		c := tr.Conn(track.Meta{Network: netx.TCP, Inbound: "in", Outbound: "hk@v1"}, nopConn{})
+		defer c.Close()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Totals()
 	}
 }

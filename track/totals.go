@@ -28,10 +28,16 @@ type totalsKey struct {
 	outbound string
 }
 
-// ended is what the flows of one key that left the table moved.
+// ended is one key's totals: what its flows that left the table moved,
+// and how many are live (each live meter points to its key's entry, so a
+// pass of the table hashes nothing). liveUp and liveDown are the scratch
+// of one Totals pass. Guarded by the tracker's mu.
 type ended struct {
-	flows    uint64
-	up, down int64
+	key              totalsKey
+	flows            uint64 // flows that left
+	up, down         int64
+	live             int
+	liveUp, liveDown int64
 }
 
 // OutboundTag is the tag of an outbound version ("hk@v2" → "hk").
@@ -42,23 +48,28 @@ func OutboundTag(version string) string {
 	return version
 }
 
-func keyOf(m *Meta) totalsKey {
-	return totalsKey{network: m.Network, inbound: m.Inbound, outbound: OutboundTag(m.Outbound)}
-}
-
-// dropLocked takes m out of the table and adds what it moved to its key's
-// ended totals. t.mu is held.
-func (t *Tracker) dropLocked(m *meter) {
-	delete(t.flows, m.id)
+// enterLocked files m, just added to the table, under its key's totals.
+// t.mu is held.
+func (t *Tracker) enterLocked(m *meter) {
+	k := totalsKey{network: m.meta.Network, inbound: m.meta.Inbound, outbound: OutboundTag(m.meta.Outbound)}
 	if t.ended == nil {
 		t.ended = make(map[totalsKey]*ended)
 	}
-	k := keyOf(&m.meta)
 	e := t.ended[k]
 	if e == nil {
-		e = &ended{}
+		e = &ended{key: k}
 		t.ended[k] = e
 	}
+	e.live++
+	m.acc = e
+}
+
+// dropLocked takes m out of the table and adds what it moved to its key's
+// totals. t.mu is held.
+func (t *Tracker) dropLocked(m *meter) {
+	delete(t.flows, m.id)
+	e := m.acc
+	e.live--
 	e.flows++
 	e.up += m.up.Load()
 	e.down += m.down.Load()
@@ -66,44 +77,35 @@ func (t *Tracker) dropLocked(m *meter) {
 
 // Totals reads the totals of every key that has a live flow or an ended
 // one, in no particular order. It holds the table's lock over one pass of
-// the live flows.
+// the live flows, which reads two counters of each.
 func (t *Tracker) Totals() []Totals {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	idx := make(map[totalsKey]int, len(t.ended))
-	out := make([]Totals, 0, len(t.ended))
-	at := func(k totalsKey) *Totals {
-		i, ok := idx[k]
-		if !ok {
-			i = len(out)
-			idx[k] = i
-			out = append(out, Totals{Network: k.network, Inbound: k.inbound, Outbound: k.outbound})
-		}
-		return &out[i]
-	}
-	for k, e := range t.ended {
-		s := at(k)
-		s.Flows, s.Up, s.Down = e.flows, e.up, e.down
-	}
 	for _, m := range t.flows {
-		s := at(keyOf(&m.meta))
-		s.Open++
-		s.Flows++
-		s.Up += m.up.Load()
-		s.Down += m.down.Load()
+		m.acc.liveUp += m.up.Load()
+		m.acc.liveDown += m.down.Load()
+	}
+	out := make([]Totals, 0, len(t.ended))
+	for _, e := range t.ended {
+		out = append(out, Totals{
+			Network: e.key.network, Inbound: e.key.inbound, Outbound: e.key.outbound,
+			Open: e.live, Flows: e.flows + uint64(e.live), Up: e.up + e.liveUp, Down: e.down + e.liveDown,
+		})
+		e.liveUp, e.liveDown = 0, 0
 	}
 	return out
 }
 
 // Forget drops the ended totals of every (inbound, outbound tag) keep
 // refuses: after a reload removed an inbound or an outbound, its totals
-// start over if it comes back. Live flows are not touched. It bounds the
-// ended totals by what the configuration names.
+// start over if it comes back. A key with live flows (draining ones) is
+// kept until a later Forget finds it without. It bounds the totals by
+// what the configuration names.
 func (t *Tracker) Forget(keep func(inbound, outbound string) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k := range t.ended {
-		if !keep(k.inbound, k.outbound) {
+	for k, e := range t.ended {
+		if e.live == 0 && !keep(k.inbound, k.outbound) {
 			delete(t.ended, k)
 		}
 	}

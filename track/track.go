@@ -59,7 +59,7 @@ type Tracker struct {
 	mu    sync.Mutex // guards flows, last and ended
 	flows map[uint64]*meter
 	last  uint64               // the id given to the latest flow; ids start at 1
-	ended map[totalsKey]*ended // what the flows that left moved (totals.go)
+	ended map[totalsKey]*ended // the totals of every key (totals.go)
 
 	sessions sessions  // session.go
 	users    users     // users.go
@@ -172,6 +172,7 @@ func (t *Tracker) add(m *meter, datagram bool) {
 	t.last++
 	m.id = t.last
 	t.flows[m.id] = m
+	t.enterLocked(m)
 	t.mu.Unlock()
 }
 
