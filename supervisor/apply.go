@@ -98,6 +98,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 		sv.healthSpec = p.next.spec.Health
 	}
 	sv.syncHealth(eng, p.next)
+	sv.syncMetrics(p.next) // before the plane: its first dials are counted
 	sv.publish(old, p)
 	eng.SyncActivity(activities(p.next))
 	if eng != oldEngine {
@@ -108,7 +109,6 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 		}
 	}
 	sv.cur = p.next
-	sv.syncMetrics(p.next)
 	for _, st := range p.plan.outbounds {
 		id := fmt.Sprintf("%s@v%d", st.spec.Tag, st.version)
 		sv.log.Info("outbound "+id+" "+st.kind.String(), "epoch", p.plane.Epoch)

@@ -177,10 +177,10 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.engine.Store(eng)
 	sv.healthSpec = s.Health
 	sv.syncHealth(eng, p.next)
+	sv.syncMetrics(p.next)
 	sv.publish(nil, p)
 	eng.SyncActivity(activities(p.next))
 	sv.cur = p.next
-	sv.syncMetrics(p.next)
 	sv.attachMetrics()
 	return sv, nil
 }
