@@ -30,6 +30,9 @@ import (
 
 const namespace = "switchyard"
 
+// maxScrapes bounds the scrapes served at once; one beyond is answered 503.
+const maxScrapes = 4
+
 // Source is what the scrape-time collector reads: published snapshots
 // and atomics only (a *supervisor.Supervisor satisfies it).
 type Source interface {
@@ -125,7 +128,7 @@ func New() *Metrics {
 		m.switches, m.reloads, m.admissionWaits, m.admissionWait,
 		&snapshots{m: m},
 	)
-	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, MaxRequestsInFlight: maxScrapes})
 	return m
 }
 
