@@ -1,6 +1,8 @@
 package track_test
 
 import (
+	"strconv"
+	"sync"
 	"testing"
 
 	"switchyard/netx"
@@ -62,5 +64,50 @@ func TestOutboundTag(t *testing.T) {
 		if got := track.OutboundTag(in); got != want {
 			t.Errorf("OutboundTag(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// While flows open, move bytes and close (or are killed) concurrently,
+// no read of the totals ever goes back: each flow counts once, live or
+// ended.
+func TestTotalsNeverGoBack(t *testing.T) {
+	tr := track.New()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := tcpMeta()
+				m.Outbound = "proxy@v" + strconv.Itoa(w%2+1)
+				c := tr.Conn(m, &countConn{})
+				c.Write(make([]byte, 3))
+				c.Read(make([]byte, 2))
+				if i%3 == 0 {
+					tr.Kill(c.ID())
+				} else {
+					c.Close()
+				}
+			}
+		})
+	}
+	var last track.Totals
+	for range 2000 {
+		got := totalsOf(t, tr, "proxy")
+		if got.Flows < last.Flows || got.Up < last.Up || got.Down < last.Down {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("totals went back: %+v after %+v", got, last)
+		}
+		last = got
+	}
+	close(stop)
+	wg.Wait()
+	if got := totalsOf(t, tr, "proxy"); got.Open != 0 || got.Up != 3*int64(got.Flows) || got.Down != 2*int64(got.Flows) {
+		t.Fatalf("after every flow ended: %+v", got)
 	}
 }
