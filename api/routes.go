@@ -50,6 +50,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/logs", s.logs)
 		r.Get("/rules", s.rules)
 		s.nativeRoutes(r)
+		s.metricsRoutes(r)
 		r.Get("/dns/query", s.queryDNS)
 		r.Post("/cache/dns/flush", s.flushDNS)
 		r.Post("/cache/fakeip/flush", s.flushFakeIPs)

@@ -114,7 +114,10 @@ type Options struct {
 	// LogLevel, when set, is the process's log level: PATCH /configs
 	// changes it. Without it a new level is only stored and reported.
 	LogLevel *slog.LevelVar
-	Logger   *slog.Logger
+	// Metrics, when set, serves GET /metrics (the Prometheus exposition,
+	// behind the secret); without it there is no such endpoint.
+	Metrics http.Handler
+	Logger  *slog.Logger
 }
 
 // Server is the API's HTTP server. Its goroutines (the server's, the

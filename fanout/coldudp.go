@@ -16,11 +16,13 @@ import (
 func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.PacketLink, cold bool, err error) {
 	q := plane.Query{Network: netx.UDP, Family: netx.V4, Dst: r.flow.Dst}
 	if cands := r.target.ColdCandidates(&q); len(cands) > 0 {
-		c, raw, err := pl.PreparePacket(ctx, r.target, &q, cands, r.flow, func(leaf *plane.Target, err error) {
+		c, raw, err := pl.PreparePacket(ctx, r.target, &q, cands, r.flow, func(leaf *plane.Target, phase netx.Phase, err error) {
 			l.reportPath(leaf.Node(), false)
+			l.reportPhase(leaf, phase, err)
 			l.debug("udp fan-out: cold preparation through %s: opening %s failed: %v", r.via, leaf.ID(), err)
 		})
 		if err == nil {
+			l.reportPhase(c.Leaf, netx.PhaseHandshake, nil)
 			r.leaf = c.Leaf
 			r.depth = copy(r.chain[:], c.Chain)
 			l.debug("udp fan-out: cold preparation through %s chose %s among %d candidates", r.via, c.Leaf.ID(), len(cands))
@@ -31,6 +33,7 @@ func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.P
 	raw, err = r.leaf.DialPacket(dctx, r.flow)
 	est.End()
 	cancel()
+	l.reportDial(ctx, r.leaf, est, err)
 	return raw, false, err
 }
 

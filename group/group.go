@@ -79,6 +79,12 @@ type Options struct {
 	// OnConnectivity publishes a change of a group's connectivity slot for
 	// one domain and family (the eBPF admission slot).
 	OnConnectivity func(group string, d health.Domain, f netx.Family, alive bool)
+	// OnSwitch hears every change of a group's effective member on a
+	// network, with its reason (switch.go): a Selector write, a URLTest
+	// winner or a Fallback pin that moved. It is called on the goroutine
+	// that made the change, a selecting one included: it must be cheap
+	// and must not block.
+	OnSwitch func(group string, network netx.Network, reason SwitchReason)
 }
 
 // Errors of Select and Restore, matched with errors.Is.

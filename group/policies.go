@@ -39,6 +39,7 @@ func (m *Manager) fallback(w *walker, g *grp, net, fam int) (*plane.Target, int3
 		if p.idx.CompareAndSwap(cur, mi) {
 			p.since.Store(m.now().UnixNano())
 			if cur >= 0 {
+				m.switched(g, net, SwitchUnavailable)
 				m.interrupt(g, cur, net)
 			}
 		}
@@ -145,6 +146,7 @@ func (m *Manager) urltest(w *walker, g *grp, net, fam int) (*plane.Target, int32
 		c.computed.Store(true)
 		c.busy.Store(false)
 		if nw != win && nw >= 0 && win >= 0 {
+			m.switched(g, net, switchReason(&rk))
 			m.interrupt(g, win, net)
 		}
 		win, valid = nw, true

@@ -77,6 +77,11 @@ func (m *Manager) Select(group, member string, networks ...netx.Network) (int, e
 	}
 	m.markAll()
 	m.emit()
+	for _, c := range changes[:k] {
+		if c.old >= 0 && c.old != mi {
+			m.switched(g, int(c.net), SwitchManual)
+		}
+	}
 	closed := 0
 	if g.interr && m.o.OnInterrupt != nil {
 		for _, c := range changes[:k] {

@@ -49,6 +49,10 @@ type Options struct {
 	// held; the check_url states are replaced by what it returns.
 	URLTargets func() []URLTarget
 
+	// Observer, when set, hears every transition and every probe of a
+	// node (observe.go).
+	Observer Observer
+
 	Log *slog.Logger // nil: discarded
 }
 
@@ -78,6 +82,7 @@ type Engine struct {
 	onDeath  func(NodeID, string)
 	onChange func(NodeID)
 	targets  func() []URLTarget
+	obs      Observer
 
 	epoch atomic.Uint64
 	reg   atomic.Pointer[map[NodeID]*node]
@@ -103,6 +108,7 @@ func New(o Options) *Engine {
 		onDeath:  o.OnDeath,
 		onChange: o.OnChange,
 		targets:  o.URLTargets,
+		obs:      o.Observer,
 	}
 	if e.clock == nil {
 		e.clock = realClock{}
@@ -264,6 +270,9 @@ func (e *Engine) settle(ts []transition) {
 			}
 		} else {
 			e.log.Info(fmt.Sprintf("node %s %s/%s alive again", name, t.d, t.f))
+		}
+		if e.obs != nil {
+			e.obs.Transition(t.n.id, name, t.d, t.f, t.what != died)
 		}
 		if e.onChange != nil {
 			e.onChange(t.n.id)

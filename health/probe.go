@@ -40,6 +40,7 @@ func (e *Engine) probePath(ctx context.Context, n *node, p path, forced bool) {
 	if ctx.Err() != nil {
 		return // cancelled: the result says nothing about the node
 	}
+	e.probed(n, p, res, err)
 	if p == tcpPath {
 		e.recordTCP(n, res, err, forced)
 	} else {

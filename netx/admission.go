@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // DefaultMaxConcurrentDials is a generation's admission limit when the
@@ -72,11 +73,16 @@ func (g *Gate) Stats() Stats {
 	return Stats{Limit: cap(g.slots), InUse: len(g.slots), Waiting: g.waiting.Load()}
 }
 
-func (g *Gate) acquire(ctx context.Context) error {
+// acquire takes a slot; when it has to wait and *waited is zero, it sets
+// *waited to when the wait began.
+func (g *Gate) acquire(ctx context.Context, waited *time.Time) error {
 	select {
 	case g.slots <- struct{}{}:
 		return nil
 	default:
+	}
+	if waited.IsZero() {
+		*waited = time.Now()
 	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
@@ -97,6 +103,7 @@ type Admission struct {
 	gate    *Gate
 	local   chan struct{}
 	waiting atomic.Int64
+	onWait  func(wait time.Duration, admitted bool) // SetWaitObserver; nil: none
 }
 
 // NewAdmission returns a generation's admission of limit permits (<= 0:
@@ -109,25 +116,45 @@ func NewAdmission(g *Gate, limit int) *Admission {
 }
 
 // Acquire waits for a permit of the generation, then for a slot of the
-// process gate, until ctx ends.
+// process gate, until ctx ends. An Acquire that has to wait, for either, reports the wait to the
+// observer once it ends (SetWaitObserver).
 func (a *Admission) Acquire(ctx context.Context) error {
+	var waited time.Time // zero while nothing was waited for
 	select {
 	case a.local <- struct{}{}:
 	default:
+		waited = time.Now()
 		a.waiting.Add(1)
 		select {
 		case a.local <- struct{}{}:
 			a.waiting.Add(-1)
 		case <-ctx.Done():
 			a.waiting.Add(-1)
+			a.waitEnded(waited, false)
 			return context.Cause(ctx)
 		}
 	}
-	if err := a.gate.acquire(ctx); err != nil {
+	if err := a.gate.acquire(ctx, &waited); err != nil {
 		<-a.local
+		a.waitEnded(waited, false)
 		return err
 	}
+	if !waited.IsZero() {
+		a.waitEnded(waited, true)
+	}
 	return nil
+}
+
+// SetWaitObserver has f told of every wait for a permit once it ended:
+// how long it lasted and whether it ended with the permit (otherwise the
+// dial's context ended first). An Acquire served at once reports nothing.
+// It is set before the admission is used; f must not block.
+func (a *Admission) SetWaitObserver(f func(wait time.Duration, admitted bool)) { a.onWait = f }
+
+func (a *Admission) waitEnded(since time.Time, admitted bool) {
+	if a.onWait != nil {
+		a.onWait(time.Since(since), admitted)
+	}
 }
 
 // Release returns a permit taken by Acquire.

@@ -181,3 +181,42 @@ func TestAnEstablishmentHoldsOnePermit(t *testing.T) {
 	}
 	Mark(context.Background(), PhaseTLS)
 }
+
+// A wait for a permit is reported once it ends, with whether it ended
+// admitted; an Acquire served at once reports nothing.
+func TestAdmissionReportsWaits(t *testing.T) {
+	a := NewAdmission(NewGate(4), 1)
+	type wait struct {
+		d        time.Duration
+		admitted bool
+	}
+	waits := make(chan wait, 4)
+	a.SetWaitObserver(func(d time.Duration, admitted bool) { waits <- wait{d, admitted} })
+	if err := a.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-waits:
+		t.Fatalf("an immediate permit reported a wait %+v", w)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := a.Acquire(ctx); err == nil {
+		t.Fatal("a second permit over a limit of 1")
+	}
+	if w := <-waits; w.admitted || w.d < 20*time.Millisecond {
+		t.Fatalf("abandoned wait reported as %+v", w)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Acquire(context.Background()) }()
+	time.Sleep(10 * time.Millisecond)
+	a.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w := <-waits; !w.admitted || w.d <= 0 {
+		t.Fatalf("admitted wait reported as %+v", w)
+	}
+	a.Release()
+}

@@ -53,10 +53,10 @@ func (t *Target) ColdEligible(q *Query, leaf *Target) bool {
 // deadline, the plane's establishment deadline: each candidate's dial runs
 // under an establishment of its own (its own admission permit) that ends at
 // that same instant. failed hears each observed preparation error of a
-// candidate; a cancelled or drained candidate, a reload's retirement and a
+// candidate, with the phase it failed in; a cancelled or drained candidate, a reload's retirement and a
 // block are neutral. Every loser's link is closed and every attempt has
 // returned when PreparePacket returns.
-func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands []Candidate, f netx.Flow, failed func(leaf *Target, err error)) (Candidate, netx.PacketLink, error) {
+func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands []Candidate, f netx.Flow, failed func(leaf *Target, phase netx.Phase, err error)) (Candidate, netx.PacketLink, error) {
 	if _, ok := via.ch.(ColdPreparer); !ok || len(cands) == 0 {
 		return Candidate{}, nil, coldudp.ErrNoCandidates
 	}
@@ -65,6 +65,7 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 	// expired[i] is written by candidate i's attempt before its result is
 	// handed over, and read after (Failed): the hand-over orders them.
 	expired := make([]bool, len(cands))
+	phases := make([]netx.Phase, len(cands))
 	i, link, err := coldudp.Prepare(ctx, coldudp.Options[netx.PacketLink]{
 		Candidates: len(cands),
 		Start: func(actx context.Context, i int) (netx.PacketLink, error) {
@@ -72,6 +73,7 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 			defer cancel()
 			l, err := cands[i].Leaf.DialPacket(dctx, f)
 			est.End()
+			phases[i] = est.Phase()
 			if err != nil && est.Expired(dctx) {
 				expired[i] = true
 			}
@@ -83,7 +85,7 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 			if failed == nil || expired[i] || Reloaded(err) || errors.Is(err, outbound.ErrBlocked) {
 				return
 			}
-			failed(cands[i].Leaf, err)
+			failed(cands[i].Leaf, phases[i], err)
 		},
 		Deadline: d,
 	})

@@ -91,7 +91,7 @@ func TestPreparePacketTakesTheFirstEligibleSuccess(t *testing.T) {
 	p := &plane.Plane{Admission: netx.NewAdmission(netx.NewGate(8), 8)}
 	q := plane.Query{Network: netx.UDP}
 	var failed []string
-	c, link, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, err error) {
+	c, link, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, _ netx.Phase, err error) {
 		if !errors.Is(err, errRefused) {
 			t.Errorf("reported %v", err)
 		}
@@ -127,7 +127,7 @@ func TestPreparePacketSkipsAnIneligibleSuccess(t *testing.T) {
 	g.ineligible[g.leaves[0]] = true
 	p := &plane.Plane{}
 	q := plane.Query{Network: netx.UDP}
-	c, link, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, err error) {
+	c, link, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, _ netx.Phase, err error) {
 		t.Errorf("%s reported: %v", l.ID(), err)
 	})
 	if err != nil {
@@ -150,7 +150,7 @@ func TestPreparePacketEndsAtTheEstablishmentDeadline(t *testing.T) {
 	via, _ := coldRig(a, b)
 	p := &plane.Plane{Establish: 60 * time.Millisecond}
 	q := plane.Query{Network: netx.UDP}
-	_, _, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, err error) {
+	_, _, err := p.PreparePacket(context.Background(), via, &q, via.ColdCandidates(&q), netx.Flow{Network: netx.UDP}, func(l *plane.Target, _ netx.Phase, err error) {
 		t.Errorf("%s reported: %v", l.ID(), err)
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {

@@ -28,6 +28,7 @@ alloc_tests=(
 	"./outbound/vless/ TestPacketsDoNotAllocate"
 	"./outbound/socks/ TestAssociateAllocations TestIdleLinkMemory"
 	"./outbound/vmess/ TestPacketsAllocateNothing TestIdleLinkMemory"
+	"./metrics/ TestDialHooksAllocateNothing"
 )
 for entry in "${alloc_tests[@]}"; do
 	read -r pkg tests <<<"$entry"

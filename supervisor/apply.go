@@ -25,6 +25,7 @@ import (
 // slowly.
 func (sv *Supervisor) Apply(s *spec.Spec) error {
 	large, err := sv.apply(s)
+	sv.countReload(err)
 	if large {
 		debug.FreeOSMemory()
 	}
@@ -98,6 +99,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 		sv.healthSpec = p.next.spec.Health
 	}
 	sv.syncHealth(eng, p.next)
+	sv.syncMetrics(p.next) // before the plane: its first dials are counted
 	sv.publish(old, p)
 	eng.SyncActivity(activities(p.next))
 	if eng != oldEngine {

@@ -27,6 +27,8 @@ type connector struct {
 	ended func(track.Meta, relay.End)
 	// health hears every real dial and how each flow ended.
 	health healthReports
+	// metrics counts every real dial (metrics.go).
+	metrics dialMetrics
 }
 
 var _ inbound.Connector = (*connector)(nil)
@@ -104,7 +106,7 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 	defer pending.End()
 	est, dctx, cancel := p.Begin(ctx)
 	defer cancel()
-	conn, err = c.dialLeaf(ctx, dctx, leaf, f)
+	conn, err = c.dialLeaf(ctx, dctx, est, leaf, f)
 	if err != nil && !plane.Reloaded(err) && ctx.Err() == nil && !est.Expired(dctx) {
 		// A URLTest pick that failed to set up gets its one retry round,
 		// in order, within the same establishment: no payload was
@@ -112,7 +114,7 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 		for _, next := range target.Retry(&q, leaf) {
 			c.log.Debug("flow failed, retrying on the next member", "outbound", leaf.ID().String(), "next", next.ID().String(), "error", err)
 			leaf = next
-			conn, err = c.dialLeaf(ctx, dctx, leaf, f)
+			conn, err = c.dialLeaf(ctx, dctx, est, leaf, f)
 			if err == nil || plane.Reloaded(err) || ctx.Err() != nil || est.Expired(dctx) {
 				break
 			}
@@ -136,15 +138,17 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 	return conn, leaf, rule, chain, err
 }
 
-// dialLeaf dials f on leaf and reports the dial to health.
-func (c *connector) dialLeaf(ctx, dctx context.Context, leaf *plane.Target, f netx.Flow) (net.Conn, error) {
+// dialLeaf dials f on leaf under est and reports the dial to health and
+// the metrics.
+func (c *connector) dialLeaf(ctx, dctx context.Context, est *netx.Establishment, leaf *plane.Target, f netx.Flow) (net.Conn, error) {
 	start := time.Now()
 	conn, err := leaf.DialStream(dctx, f)
 	c.health.dialed(ctx, leaf, conn, time.Since(start), err)
+	c.metrics.dialed(ctx, est, leaf, err)
 	return conn, err
 }
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {
 	f.Network = netx.UDP
-	return fanout.NewReporting(c.cell, f, c.tracker, c.log, c.health)
+	return fanout.NewReporting(c.cell, f, c.tracker, c.log, packetReports{c.health, c.metrics})
 }

@@ -24,6 +24,7 @@ type groupEnv struct {
 	onInterrupt    func(group, member string, network netx.Network) int
 	onPersist      func(group string, network netx.Network, member string)
 	onConnectivity func(group string, d health.Domain, f netx.Family, alive bool)
+	onSwitch       func(tag string, network netx.Network, reason group.SwitchReason)
 }
 
 // nodeIdentities gives every outbound tag of s its node identity: the one
@@ -87,6 +88,7 @@ func buildGroups(cur *state, next *state, p *thePlan, s *spec.Spec, env *groupEn
 	if env != nil {
 		o.Health, o.Log = env.health, env.log
 		o.OnInterrupt, o.OnPersist, o.OnConnectivity = env.onInterrupt, env.onPersist, env.onConnectivity
+		o.OnSwitch = env.onSwitch
 	}
 	m, warnings, err := group.New(s.Groups, ids, leaves, balancers, o)
 	if err != nil {
@@ -125,7 +127,7 @@ func (sv *Supervisor) SelectGroup(tag, member string, networks ...netx.Network) 
 
 // groupEnv is what the supervisor's groups are built with.
 func (sv *Supervisor) groupEnv(eng *health.Engine) *groupEnv {
-	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity}
+	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity, onSwitch: sv.switchHook()}
 	env.onInterrupt = func(group, member string, network netx.Network) int {
 		n := interruptFlows(sv.tracker, group, member, network)
 		sv.log.Info("flows through the old choice interrupted", "group", group, "member", member, "network", network.String(), "flows", n)

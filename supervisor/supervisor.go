@@ -14,6 +14,7 @@ import (
 	"switchyard/balancer"
 	"switchyard/group"
 	"switchyard/health"
+	"switchyard/metrics"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
@@ -53,6 +54,9 @@ type Options struct {
 	// closed; it must not block. A flow whose setup failed after its dial
 	// (before any relay) reports nothing.
 	FlowEnded func(track.Meta, relay.End)
+	// Metrics, when set, is fed by the supervisor (metrics.go): it reads
+	// the supervisor's snapshots at scrape time and hears its events.
+	Metrics *metrics.Metrics
 
 	// clock, in tests, is the health engine's clock.
 	clock health.Clock
@@ -150,7 +154,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		sv.gate = netx.ProcessGate()
 	}
 	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded,
-		health: healthReports{engine: sv.engine.Load}}
+		health: healthReports{engine: sv.engine.Load}, metrics: dialMetrics{opts.Metrics}}
 	deps, err := sv.deps(s)
 	if err != nil {
 		cancel()
@@ -179,9 +183,11 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.engine.Store(eng)
 	sv.healthSpec = s.Health
 	sv.syncHealth(eng, p.next)
+	sv.syncMetrics(p.next)
 	sv.publish(nil, p)
 	eng.SyncActivity(activities(p.next))
 	sv.cur = p.next
+	sv.attachMetrics()
 	return sv, nil
 }
 
@@ -204,6 +210,7 @@ func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
 // the process gate every generation shares.
 func (sv *Supervisor) admit(p *prepared, s *spec.Spec) {
 	p.plane.Admission = netx.NewAdmission(sv.gate, s.Dial.MaxConcurrentDials)
+	sv.observeAdmission(p.plane.Admission)
 }
 
 // Admission reads the dial admission counts: the current generation's and
@@ -284,6 +291,7 @@ func (sv *Supervisor) Close() error {
 	}
 	sv.closed = true
 	sv.cancel()
+	sv.detachMetrics()
 	var errs []error
 	for _, l := range sv.inbounds {
 		errs = append(errs, l.close())

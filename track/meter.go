@@ -16,6 +16,7 @@ type meter struct {
 	start time.Time
 
 	up, down atomic.Int64
+	acc      *ended      // its key's totals (totals.go); guarded by t.mu
 	closed   atomic.Bool // set before the inner conn or link is closed
 	killed   atomic.Bool // set before closed when the tracker killed the flow
 

@@ -56,9 +56,10 @@ type Snapshot struct {
 // Tracker holds the live flows. Its table is bounded by the number of live
 // flows: a flow leaves it when its conn or link is closed.
 type Tracker struct {
-	mu    sync.Mutex // guards flows and last
+	mu    sync.Mutex // guards flows, last and ended
 	flows map[uint64]*meter
-	last  uint64 // the id given to the latest flow; ids start at 1
+	last  uint64               // the id given to the latest flow; ids start at 1
+	ended map[totalsKey]*ended // the totals of every key (totals.go)
 
 	sessions sessions  // session.go
 	users    users     // users.go
@@ -90,7 +91,9 @@ func (t *Tracker) Lookup(id uint64) (Snapshot, bool) {
 func (t *Tracker) Kill(id uint64) bool {
 	t.mu.Lock()
 	m, ok := t.flows[id]
-	delete(t.flows, id)
+	if ok {
+		t.dropLocked(m)
+	}
 	t.mu.Unlock()
 	if ok {
 		m.kill()
@@ -169,11 +172,14 @@ func (t *Tracker) add(m *meter, datagram bool) {
 	t.last++
 	m.id = t.last
 	t.flows[m.id] = m
+	t.enterLocked(m)
 	t.mu.Unlock()
 }
 
 func (t *Tracker) remove(id uint64) {
 	t.mu.Lock()
-	delete(t.flows, id)
+	if m, ok := t.flows[id]; ok {
+		t.dropLocked(m)
+	}
 	t.mu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 
 	"switchyard/api"
 	"switchyard/config"
+	"switchyard/metrics"
 	"switchyard/spec"
 	"switchyard/store"
 	"switchyard/supervisor"
@@ -99,6 +100,8 @@ type serveOptions struct {
 	// reload applies a configuration from a path, a payload, or (both
 	// empty) the file the process runs: the API's PUT /configs.
 	reload func(path string, payload []byte) error
+	// metrics are what the API's GET /metrics serves; nil without [api].
+	metrics *metrics.Metrics
 }
 
 // startAPI serves [api] over sv; nil when the spec has none or, when
@@ -107,11 +110,15 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 	if s.API == nil {
 		return nil, nil
 	}
-	srv := api.New(sv, api.Options{
+	opts := api.Options{
 		Secret: s.API.Secret, ExternalUI: s.API.ExternalUI, AllowOrigins: s.API.AllowOrigins,
 		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"), Logs: o.logs,
 		Reload: o.reload,
-	})
+	}
+	if o.metrics != nil {
+		opts.Metrics = o.metrics.Handler()
+	}
+	srv := api.New(sv, opts)
 	if err := srv.Start(s.API.Listen); err != nil {
 		srv.Close()
 		if o.apiOptional {
@@ -130,7 +137,10 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
-	sv, err := supervisor.New(s, supervisor.Options{Logger: log, Store: st})
+	if s.API != nil {
+		o.metrics = metrics.New()
+	}
+	sv, err := supervisor.New(s, supervisor.Options{Logger: log, Store: st, Metrics: o.metrics})
 	if err != nil {
 		// Printed as the load errors are, one plain line on stderr.
 		fmt.Fprintln(os.Stderr, "configuration invalid: "+err.Error())
@@ -161,6 +171,9 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 				}
 			} else {
 				log.Error("reload refused, the running configuration stays: " + err.Error())
+			}
+			if o.metrics != nil {
+				o.metrics.Reloaded(false) // an apply counts its own outcome
 			}
 			return err
 		}
