@@ -1,0 +1,297 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"switchyard/test/socksclient"
+)
+
+const secret = "dash-s3cret"
+
+// config is a switchyard with the API (and metacubexd at /ui/) on apiPort,
+// a SOCKS inbound whose flows go to the selector "pick", and two SOCKS
+// nodes that work on loopback: each is an outbound to a second SOCKS
+// inbound of the same process, whose flows go direct. "auto" is a URLTest
+// group over both; health probes fetch probeURL through each node.
+func config(apiPort, upA, upB int, probeURL, ui string) string {
+	return fmt.Sprintf(`
+[log]
+level = "debug"
+
+[api]
+listen = "127.0.0.1:%d"
+secret = %q
+external_ui = %q
+
+[state]
+path = ""
+
+[health]
+tcp_check_url = [%q]
+tcp_check_method = "GET"
+udp_check_dns = []
+check_interval = "1h"
+check_timeout = "5s"
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:0"
+
+[[inbounds]]
+tag = "up-a"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[[inbounds]]
+tag = "up-b"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[[outbounds]]
+tag = "node-a"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[outbounds]]
+tag = "node-b"
+type = "socks"
+server = "127.0.0.1:%d"
+
+[[groups]]
+tag = "pick"
+policy = "selector"
+members = ["node-a", "node-b", "auto"]
+default = "node-a"
+
+[[groups]]
+tag = "auto"
+policy = "urltest"
+members = ["node-a", "node-b"]
+
+[route]
+final = "pick"
+
+[[rules]]
+inbound = ["up-a", "up-b"]
+outbound = "direct"
+`, apiPort, secret, ui, probeURL, upA, upB, upA, upB)
+}
+
+// probeServer answers the health probes and delay tests with 204 after a
+// delay the test sets, so that the delays a delay test measures can be
+// told from the ones the startup probes left.
+type probeServer struct {
+	*httptest.Server
+	delay atomic.Int64 // nanoseconds
+}
+
+func newProbeServer(t *testing.T) *probeServer {
+	p := &probeServer{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(time.Duration(p.delay.Load())):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// echoServer is a TCP echo server on loopback; it returns its port.
+func echoServer(t *testing.T) int {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan net.Conn, 16)
+	t.Cleanup(func() {
+		ln.Close()
+		close(conns)
+		for c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case conns <- c:
+			default:
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func apiGet(t *testing.T, url string, v any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", url, err, body)
+	}
+}
+
+// The built metacubexd, served by switchyard at /ui/ and driven in headless
+// Chromium as a user would: it connects with the secret, lists the groups
+// and their members, shows the delays of a delay test started from the
+// page, switches the selector on a click, lists a live flow and shows the
+// process's log lines. Everything is asserted from the rendered page.
+func TestMetacubexd(t *testing.T) {
+	ui, err := filepath.Abs(filepath.Join("testdata", "metacubexd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ui, "index.html")); err != nil {
+		t.Fatalf("the built metacubexd is missing: %v", err)
+	}
+	probe := newProbeServer(t)
+	echoPort := echoServer(t)
+	apiPort := freeLoopbackPort(t)
+	p := start(t, config(apiPort, freeLoopbackPort(t), freeLoopbackPort(t), probe.URL+"/generate_204", ui))
+	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	b := newBrowser(t, ctx, api)
+
+	// Setup: the page first probes a default backend (127.0.0.1:9090,
+	// nothing there); then the user types the API's address and secret.
+	b.do("opening the dashboard", chromedp.Navigate(api+"/ui/"))
+	b.waitText("the setup form, after its probe of the default backend", "Endpoint URL", "No backend detected")
+	b.do("filling the setup form",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#url').select()`),
+		chromedp.SendKeys(chromedp.CSS("#url"), api),
+		chromedp.SendKeys(chromedp.CSS("#secret"), secret),
+		chromedp.Click(chromedp.CSS(`form button[type=submit]`)),
+	)
+	b.waitText("the overview, connected", "Connected to:", api)
+	b.shot("overview")
+
+	t.Run("proxies", func(t *testing.T) {
+		b.t = t
+		b.do("opening the proxies page", chromedp.Navigate(api+"/ui/#/proxies"))
+		b.openGroup("pick", "node-a", "node-b", "auto")
+		b.openGroup("auto", "node-a", "node-b")
+		if c := b.groupCard("pick"); !strings.Contains(c.Header, "Selector") || !strings.Contains(c.Header, "node-a") {
+			t.Fatalf("pick: want a Selector on node-a: %s", c)
+		}
+		if c := b.groupCard("auto"); !strings.Contains(strings.ToLower(c.Header), "urltest") {
+			t.Fatalf("auto: want a URLTest group: %s", c)
+		}
+		if c := b.groupCard("GLOBAL"); !c.Found {
+			t.Fatalf("no GLOBAL group on the page:\n%s", b.text())
+		}
+		// The startup probes left delays of a few ms; from now on the probe
+		// target answers after 300 ms, so only a delay test run now shows
+		// 300 or more.
+		delayTest := func(group string, min time.Duration, members ...string) {
+			t.Helper()
+			probe.delay.Store(int64(min))
+			b.do("clicking the latency test of "+group,
+				chromedp.Click(chromedp.JSPath(latencyButtonJS(group))))
+			b.waitFor(fmt.Sprintf("delays of at least %v for the members of %s", min, group), func() (bool, string) {
+				c := b.groupCard(group)
+				for _, name := range members {
+					m, _ := c.member(name)
+					if ms, ok := m.latencyMS(); !ok || ms < int(min/time.Millisecond) {
+						return false, c.String()
+					}
+				}
+				return true, ""
+			})
+			t.Logf("%s after its delay test: %s", group, b.groupCard(group))
+		}
+		delayTest("pick", 300*time.Millisecond, "node-a", "node-b")
+		delayTest("auto", 600*time.Millisecond, "node-a", "node-b")
+		probe.delay.Store(0)
+		b.shot("proxies")
+
+		// A click on node-b in the selector's card switches the group.
+		b.do("clicking node-b in pick",
+			chromedp.Click(chromedp.JSPath(groupCardJS("pick")+`.querySelector('[role=button][aria-label="node-b"] h2')`)))
+		b.waitFor("pick's choice to show node-b", func() (bool, string) {
+			c := b.groupCard("pick")
+			m, _ := c.member("node-b")
+			return m.Selected && strings.Contains(c.Header, "node-b") && !strings.Contains(c.Header, "node-a"), c.String()
+		})
+		var pick struct {
+			Now string `json:"now"`
+		}
+		apiGet(t, api+"/proxies/pick", &pick)
+		if pick.Now != "node-b" {
+			t.Fatalf("GET /proxies/pick: now = %q after the click on node-b, want node-b", pick.Now)
+		}
+		b.shot("proxies-switched")
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("connections", func(t *testing.T) {
+		b.t = t
+		target := "localhost:" + strconv.Itoa(echoPort)
+		c, err := socksclient.DialWithin(p.addr("socks-in"), target, "", "", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, make([]byte, 4)); err != nil {
+			t.Fatalf("no echo through the flow: %v", err)
+		}
+		b.do("opening the connections page", chromedp.Navigate(api+"/ui/#/connections"))
+		b.waitText("the live flow on the connections page", target, "node-b")
+		b.shot("connections")
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("logs", func(t *testing.T) {
+		b.t = t
+		b.do("opening the logs page", chromedp.Navigate(api+"/ui/#/logs"))
+		b.waitText("the selector switch's log line on the logs page", "selector choice changed")
+		b.shot("logs")
+	})
+}
