@@ -197,7 +197,7 @@ func TestMetacubexd(t *testing.T) {
 
 	proxiesPage(t, b, probe, api)
 	connectionsPage(t, b, p, api, echoPort)
-	logsPage(b, api)
+	logsPage(t, b, p, api)
 }
 
 // proxiesPage: (a) the groups and their members are listed, and a delay
@@ -331,9 +331,22 @@ func echoes(t *testing.T, c net.Conn) {
 }
 
 // logsPage: (d) the logs page shows the line the switch made in the page
-// logged (the dashboard streams /logs from the moment it connects).
-func logsPage(b *browser, api string) {
+// logged (the dashboard streams /logs from the moment it connects), and
+// the lines of a reload started from the config page's "Reload Config"
+// (PUT /configs with neither a path nor a payload: the running file).
+func logsPage(t *testing.T, b *browser, p *proc, api string) {
+	b.do("opening the config page", chromedp.Navigate(api+"/ui/#/config"))
+	reloadJS := `[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Reload Config')`
+	b.waitFor("the config page's Reload Config button", func() (bool, string) {
+		var found bool
+		return b.eval(`!!`+reloadJS, &found) == nil && found, b.text()
+	})
+	b.do("clicking Reload Config", chromedp.Click(chromedp.JSPath(reloadJS)))
+	p.waitLog("reload applied", 5*time.Second)
+	b.shot("config")
+
 	b.do("opening the logs page", chromedp.Navigate(api+"/ui/#/logs"))
-	b.waitText("the selector switch's log line on the logs page", "selector choice changed", "member=node-b")
+	b.waitText("the selector switch's and the reload's log lines on the logs page",
+		"selector choice changed", "member=node-b", "reloading the configuration", "reload applied")
 	b.shot("logs")
 }

@@ -154,3 +154,15 @@ func freeLoopbackPort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// waitLog waits (d at most) until the process has logged a line holding s.
+func (p *proc) waitLog(s string, d time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(p.logs.String(), s) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q in the log after %v:\n%s", s, d, p.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
