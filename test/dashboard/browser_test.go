@@ -20,6 +20,9 @@ import (
 // waitStep bounds every wait on the page.
 const waitStep = 20 * time.Second
 
+// defaultBackend is the address metacubexd's setup page tries by itself.
+const defaultBackend = "http://127.0.0.1:9090"
+
 // chromiumPath is Debian's chromium (scripts/test.sh installs it). Its
 // absence fails the test: the browser test is not optional.
 func chromiumPath(t *testing.T) string {
@@ -89,6 +92,15 @@ func newBrowser(t *testing.T, ctx context.Context, api string) *browser {
 	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
+	// Before the user types an address, the setup page probes a default
+	// backend on 127.0.0.1:9090 and connects to it when it answers without
+	// a secret. Whatever else runs on this machine, the page must not find
+	// one there.
+	if _, err := chromedp.Call(bctx, network.SetBlockedURLs, network.SetBlockedURLsParams{
+		URLPatterns: []*network.BlockPattern{{URLPattern: defaultBackend + "/*", Block: true}},
+	}); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			b.mu.Lock()
@@ -123,6 +135,12 @@ func (b *browser) note(api string) func(ev any) {
 				return
 			}
 			line = fmt.Sprintf("%d %s", e.Response.Status, e.Response.URL)
+		case *network.EventLoadingFailed:
+			if e.BlockedReason != "" {
+				line = "blocked (" + string(e.BlockedReason) + ")"
+			} else {
+				return
+			}
 		case *network.EventWebSocketCreated:
 			line = "websocket " + e.URL
 		default:

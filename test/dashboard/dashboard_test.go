@@ -175,6 +175,9 @@ func TestMetacubexd(t *testing.T) {
 	probe := newProbeServer(t)
 	echoPort := echoServer(t)
 	apiPort := freeLoopbackPort(t)
+	for "http://127.0.0.1:"+strconv.Itoa(apiPort) == defaultBackend {
+		apiPort = freeLoopbackPort(t)
+	}
 	p := start(t, config(apiPort, freeLoopbackPort(t), freeLoopbackPort(t), probe.URL+"/generate_204", ui))
 	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
@@ -182,8 +185,9 @@ func TestMetacubexd(t *testing.T) {
 	t.Cleanup(cancel)
 	b := newBrowser(t, ctx, api)
 
-	// Setup: the page first probes a default backend (127.0.0.1:9090,
-	// nothing there); then the user types the API's address and secret.
+	// Setup: the page first probes its default backend (blocked, see
+	// newBrowser) and says it found none; then the user types the API's
+	// address and secret.
 	b.do("opening the dashboard", chromedp.Navigate(api+"/ui/"))
 	b.waitText("the setup form, after its probe of the default backend", "Endpoint URL", "No backend detected")
 	b.do("filling the setup form",
