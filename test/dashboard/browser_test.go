@@ -37,8 +37,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// artifacts is the folder the screenshots go to: $SWITCHYARD_TEST_ARTIFACTS,
-// else out/ beside the test (ignored by git).
+// artifacts is the folder the screenshots go to: dashboard/ under
+// $SWITCHYARD_TEST_ARTIFACTS, else under out/ beside the test (ignored by
+// git). The pictures of an earlier run are removed.
 func artifacts(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("SWITCHYARD_TEST_ARTIFACTS")
@@ -49,6 +50,9 @@ func artifacts(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +60,8 @@ func artifacts(t *testing.T) string {
 }
 
 // browser is one headless Chromium tab, with the page's console errors,
-// uncaught exceptions and failed API responses kept for the failure report.
+// uncaught exceptions and the API's answers to it kept for the failure
+// report.
 type browser struct {
 	t   *testing.T
 	ctx context.Context
