@@ -39,6 +39,11 @@ func (s *Server) routes() http.Handler {
 		r.Get("/providers/proxies", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"providers": map[string]any{}})
 		})
+		// No rule providers exist (rules are inline in the file); dashboards
+		// ask for them beside /rules.
+		r.Get("/providers/rules", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"providers": map[string]any{}})
+		})
 		r.Get("/connections", s.connections)
 		r.Delete("/connections", s.closeAll)
 		r.Delete("/connections/{id}", s.closeOne)

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/peers.sh install
 # The SOCKS4 end-to-end tests drive curl, a real SOCKS4/4a client.
 command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; }
+# The dashboard test drives metacubexd in Debian's headless Chromium.
+command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 go vet ./...
 go test -race -timeout 25m -count=1 ./... "$@"
 
