@@ -64,7 +64,7 @@ func describeRule(r spec.Rule) (typ, payload string) {
 			keys = append(keys, key{clash, name, values})
 		}
 	}
-	add("InboundName", "inbound", r.Inbound)
+	add("InName", "inbound", r.Inbound)
 	if r.Network != "" {
 		add("Network", "network", []string{r.Network})
 	}

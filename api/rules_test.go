@@ -30,6 +30,8 @@ func TestDescribeRule(t *testing.T) {
 		{spec.Rule{IPCIDR: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, "IPCIDR", "10.0.0.0/8"},
 		{spec.Rule{Port: []uint16{53, 853}}, "DstPort", "53,853"},
 		{spec.Rule{Network: "udp", Port: []uint16{53}}, "AND", "network=udp; port=53"},
+		{spec.Rule{Inbound: []string{"socks-in"}}, "InName", "socks-in"},
+		{spec.Rule{User: []string{"alice"}}, "InUser", "alice"},
 		{spec.Rule{}, "Match", ""},
 	} {
 		if typ, payload := describeRule(tc.r); typ != tc.typ || payload != tc.payload {
