@@ -11,6 +11,15 @@ type Policy struct {
 	// MinHealthy: a resource that dies sooner after coming up counts as a
 	// failed establishment; one that ran longer clears the count.
 	MinHealthy time.Duration
+	// IgnoreDeaths: a death never counts, whatever the lifetime; only
+	// failed establishments do. For a resource whose establishment itself
+	// proves the server answers at the moment of use (an HTTP/2 connection
+	// over TCP, whose settings exchange is the handshake), where the next
+	// establishment tells at once whether the server is back. A WireGuard
+	// tunnel starts without a handshake and a QUIC path may die right after
+	// its handshake (UDP blocked past it): there a young death is the
+	// failure signal.
+	IgnoreDeaths bool
 }
 
 // DefaultPolicy is the backoff every slot runs unless told otherwise.

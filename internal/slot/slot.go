@@ -28,7 +28,8 @@
 // # Backoff
 //
 // After a failed establishment, and after a resource that died within
-// MinHealthy (10 s) of coming up, the slot waits before the next attempt:
+// MinHealthy (10 s) of coming up (unless the policy ignores deaths), the
+// slot waits before the next attempt:
 // 2, 4, 8, 16 s, then every 30 s (Base 1 s doubled per consecutive
 // failure, capped at Max 30 s), counted from the failure. Acquire fails at
 // once meanwhile, with Config.ErrBackoff, touching nothing. A resource that
@@ -366,10 +367,12 @@ func (s *Slot[T]) lostLocked(r *Res[T]) int {
 		return 1
 	}
 	now := s.now()
-	if now.Sub(r.upAt) < s.policy.MinHealthy {
+	young := now.Sub(r.upAt) < s.policy.MinHealthy
+	switch {
+	case young && !s.policy.IgnoreDeaths:
 		s.failures++
 		s.retryAt = now.Add(s.policy.Wait(s.failures))
-	} else {
+	case !young:
 		s.failures = 0
 		s.retryAt = time.Time{}
 	}

@@ -279,6 +279,23 @@ func TestADeathIsSeenAndReplaced(t *testing.T) {
 	}
 }
 
+// With IgnoreDeaths a young death is replaced at once; only failed
+// establishments back off.
+func TestAPolicyThatIgnoresDeaths(t *testing.T) {
+	h := newHarness(t, func(c *Config[*fakeRes]) { c.Policy.IgnoreDeaths = true })
+	r := h.up(t)
+	h.s.Lost(r) // at once after coming up
+	if st := h.s.State(); st.Phase != Idle || st.Failures != 0 {
+		t.Fatalf("after a young death: %+v", st)
+	}
+	out := h.acquireAsync(context.Background())
+	h.est.next(t).fail(errors.New("refused"))
+	recv(t, out)
+	if st := h.s.State(); st.Phase != Backoff || st.Failures != 1 {
+		t.Fatalf("after a failed establishment: %+v", st)
+	}
+}
+
 // A resource that cannot tell its death is reported by its user.
 func TestLostReportedByAUser(t *testing.T) {
 	h := newHarness(t, nil)
