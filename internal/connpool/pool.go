@@ -21,9 +21,8 @@
 //
 // Xray's default handshake timeout is 60 s in this release (aligned with
 // nginx's client_header_timeout); V2Ray and earlier Xray releases default
-// to 4 s, and many
-// deployments still set handshake = 4, which the timer counts from the
-// accept, TLS handshake included. A client cannot tell which policy a
+// to 4 s, and many deployments still set handshake = 4, which the timer
+// counts from the accept, TLS handshake included. A client cannot tell which policy a
 // server runs, so a pooled connection is handed out only while younger
 // than DefaultIdle (3 s): below the smallest of these, with a second left
 // for the flow's request to reach the server. An older one is closed,
