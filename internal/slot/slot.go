@@ -225,6 +225,12 @@ func (s *Slot[T]) Acquire(ctx context.Context) (*Res[T], error) {
 				s.mu.Unlock()
 				return nil, s.cfg.ErrBackoff
 			}
+			if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+				// Out of time before anything started: not the server's
+				// failure, and no establishment to run.
+				s.mu.Unlock()
+				return nil, context.DeadlineExceeded
+			}
 			if !admitted {
 				s.mu.Unlock()
 				if err := netx.Admit(ctx); err != nil {
