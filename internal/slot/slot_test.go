@@ -445,3 +445,21 @@ func TestAnEstablishmentWithoutAResult(t *testing.T) {
 		t.Fatalf("the vanished establishment is a failure: %v", err)
 	}
 }
+
+// pastDeadline is a context whose deadline has passed while its timer has
+// not fired yet.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// A dial whose deadline passed before anything started starts nothing and
+// counts no failure.
+func TestADialPastItsDeadlineStartsNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	if _, err := h.s.Acquire(pastDeadline{context.Background()}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if st := h.s.State(); h.est.n.Load() != 0 || st.Failures != 0 || st.Phase != Idle {
+		t.Fatalf("after a dial past its deadline: %+v, %d establishments", st, h.est.n.Load())
+	}
+}
