@@ -168,3 +168,14 @@ func (c *h2Conn) Done() <-chan struct{} { return c.loopDone }
 // Close ends the connection with every stream on it and waits for its read
 // loop (slot.Resource).
 func (c *h2Conn) Close() { c.shutdown(ErrClosed, true) }
+
+// SlotState reads the state of the slot that holds the shared HTTP/2
+// connection of gRPC (phase, generation, backoff, last error), for the API
+// and metrics; ok is false for a transport that keeps nothing between
+// dials.
+func (d *Dialer) SlotState() (st slot.State, ok bool) {
+	if d.grpc == nil {
+		return slot.State{}, false
+	}
+	return d.grpc.slot.State(), true
+}

@@ -145,7 +145,7 @@ func TestGRPCFailedConnectBacksOff(t *testing.T) {
 	if n := srv.accepts.Load(); n != 1 {
 		t.Fatalf("%d connections, want 1: the dial during the backoff connected", n)
 	}
-	if st := d.grpc.slot.State(); st.Phase != slot.Backoff || st.Failures != 1 || st.LastErr == nil {
+	if st, ok := d.SlotState(); !ok || st.Phase != slot.Backoff || st.Failures != 1 || st.LastErr == nil {
 		t.Fatalf("state %+v", st)
 	}
 }

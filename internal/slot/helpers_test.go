@@ -14,7 +14,8 @@ type fakeRes struct {
 	done   chan struct{}
 	once   sync.Once
 	closed atomic.Bool
-	silent bool // Done is nil: it never tells its death
+	killed atomic.Bool // a test reported it lost or made it die
+	silent bool        // Done is nil: it never tells its death
 }
 
 func (f *fakeRes) Done() <-chan struct{} {

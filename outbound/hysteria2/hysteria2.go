@@ -264,6 +264,11 @@ func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
 	return netx.V4, false
 }
 
+// SlotState reads the state of the slot that holds the QUIC connection
+// (phase, generation, backoff, last error), for the API and metrics; ok is
+// always true.
+func (o *Outbound) SlotState() (st slot.State, ok bool) { return o.slot.State(), true }
+
 // refuseUDP logs why UDP goes nowhere, once per outbound version.
 func (o *Outbound) refuseUDP(err error) {
 	if o.udpWarned.CompareAndSwap(false, true) {

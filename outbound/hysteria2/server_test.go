@@ -249,7 +249,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // snapshot reports the phase of o's slot and its failure count.
 func snapshot(o *Outbound) (slot.Phase, int) {
-	st := o.slot.State()
+	st, _ := o.SlotState()
 	return st.Phase, st.Failures
 }
 

@@ -38,6 +38,9 @@ func TestFailedStartsBackOff(t *testing.T) {
 		if c.servers.count() != i+1 {
 			t.Fatalf("a dial during the backoff started the tunnel")
 		}
+		if st, _ := c.SlotState(); st.Phase != slot.Backoff || st.Failures != i+1 || !errors.Is(st.LastErr, ErrEndpointNotResolved) {
+			t.Fatalf("state after failure %d: %+v", i+1, st)
+		}
 		clk.Advance(time.Millisecond)
 	}
 	if n := c.logs.count("wireguard: tunnel start failed: wireguard: endpoint domain did not resolve"); n != 7 {

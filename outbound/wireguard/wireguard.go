@@ -38,6 +38,7 @@ import (
 	"net"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/spec"
@@ -171,6 +172,11 @@ func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
 	}
 	return netx.FamilyOf(ep.Addr()), true
 }
+
+// SlotState reads the state of the slot that holds the tunnel (phase,
+// generation, backoff, last error), for the API and metrics; ok is always
+// true.
+func (o *Outbound) SlotState() (st slot.State, ok bool) { return o.tunnels.slot.State(), true }
 
 // Close stops the tunnel and ends every flow that rides it; later dials
 // fail. It is idempotent.
