@@ -96,7 +96,8 @@ type Config[T Resource] struct {
 	// deadline (0: netx.EstablishTimeout(0)).
 	Timeout time.Duration
 	// Phase is the phase a dial's establishment reads while it waits for
-	// the slot's.
+	// the slot's; a dial whose wait ends early (its deadline, its
+	// cancellation) then reads the phase the slot's establishment reached.
 	Phase netx.Phase
 	// ErrBackoff and ErrClosed are returned during a backoff and by a
 	// closed or drained slot (nil: the package's).
@@ -146,6 +147,7 @@ func (r *Res[T]) Release() {
 // once done is closed.
 type attempt[T Resource] struct {
 	done   chan struct{}
+	est    *netx.Establishment // the establishment's own: its phase
 	cancel context.CancelCauseFunc
 	res    *Res[T]
 	err    error
@@ -247,6 +249,11 @@ func (s *Slot[T]) Acquire(ctx context.Context) (*Res[T], error) {
 		select {
 		case <-a.done:
 		case <-ctx.Done():
+			// The dial ends in the phase the establishment it waited for
+			// reached, which its timeout reports.
+			if p := a.est.Phase(); p != netx.PhaseRouting {
+				netx.Mark(ctx, p)
+			}
 			return nil, context.Cause(ctx)
 		}
 		if a.err != nil {
@@ -271,7 +278,7 @@ func (s *Slot[T]) start(caller context.Context) *attempt[T] {
 	}
 	est, ctx, stop := netx.Begin(context.WithoutCancel(caller), nil, d)
 	ctx, cancel := context.WithCancelCause(ctx)
-	a := &attempt[T]{done: make(chan struct{}), cancel: cancel}
+	a := &attempt[T]{done: make(chan struct{}), est: est, cancel: cancel}
 	s.pending = a
 	s.publish()
 	s.wg.Add(1)

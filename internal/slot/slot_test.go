@@ -463,3 +463,21 @@ func TestADialPastItsDeadlineStartsNothing(t *testing.T) {
 		t.Fatalf("after a dial past its deadline: %+v, %d establishments", st, h.est.n.Load())
 	}
 }
+
+// A waiter whose deadline passes reports the phase the establishment it
+// waited for had reached.
+func TestAWaiterEndsInTheEstablishmentsPhase(t *testing.T) {
+	h := newHarness(t, func(c *Config[*fakeRes]) { c.Phase = netx.PhaseQUIC })
+	est, ctx, cancel := netx.Begin(context.Background(), nil, time.Minute)
+	defer cancel()
+	wctx, wcancel := context.WithCancel(ctx)
+	out := h.acquireAsync(wctx)
+	c := h.est.next(t)
+	waitFor(t, "the waiter's phase", func() bool { return est.Phase() == netx.PhaseQUIC })
+	netx.Mark(c.ctx, netx.PhaseTLS)
+	wcancel()
+	recv(t, out)
+	if got := est.Phase(); got != netx.PhaseTLS {
+		t.Fatalf("the waiter ended in %v, want the establishment's %v", got, netx.PhaseTLS)
+	}
+}
