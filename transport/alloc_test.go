@@ -64,7 +64,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := newGRPCConn(s)
+		c := newGRPCConn(s, func() {})
 		defer c.Close()
 		checkAllocs(t, c, payload, 0.5)
 	})

@@ -179,7 +179,7 @@ func FuzzH2Server(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := newGRPCConn(s)
+		g := newGRPCConn(s, func() {})
 		c.readLoop() // returns at the end of the script
 		buf := make([]byte, 64)
 		for range len(in) + 2 {

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
-
 	"switchyard/spec"
 )
 
@@ -73,80 +72,63 @@ func grpcPath(service string, multi bool) string {
 	return "/" + strings.Join(parts, "/")
 }
 
-// grpcPool keeps the one HTTP/2 connection an outbound's streams share. A
-// connection that died, went away or is full is replaced on the next dial;
-// the old one closes when its last stream ends.
+// grpcPool keeps the one HTTP/2 connection an outbound's streams share,
+// in a slot (internal/slot): one connect at a time, shared by the dials
+// that arrive meanwhile; the backoff after failed connects; a dead
+// connection replaced by the next dial, at once (a connection that dies
+// young is no failure here: slot.Policy.IgnoreDeaths, since the next
+// connect tells whether the server is back). Each stream holds the
+// connection until it is closed. A connection that went away (GOAWAY) or
+// is full is retired: the next dial connects afresh, and the old one
+// closes when its last stream ends.
 type grpcPool struct {
-	d   *Dialer
-	cfg *grpcConfig
-
-	mu      sync.Mutex // guards what follows; never held across I/O
-	cur     *h2Conn
-	dialing chan struct{} // closed when the dial in flight ends
-	closed  bool
+	d    *Dialer
+	cfg  *grpcConfig
+	slot *slot.Slot[*h2Conn]
 }
 
-func newGRPCPool(d *Dialer, cfg *grpcConfig) *grpcPool { return &grpcPool{d: d, cfg: cfg} }
+// grpcRetries bounds the connections one dial tries when each it gets takes
+// no new stream (a server that allows none).
+const grpcRetries = 3
+
+func newGRPCPool(d *Dialer, cfg *grpcConfig) *grpcPool {
+	p := &grpcPool{d: d, cfg: cfg}
+	p.slot = slot.New(slot.Config[*h2Conn]{
+		Establish:  p.connect,
+		Policy:     slot.Policy{IgnoreDeaths: true},
+		Phase:      netx.PhaseTransport,
+		ErrBackoff: fmt.Errorf("grpc: the connection to %s is down, waiting before the next attempt: %w", d.server, slot.ErrBackoff),
+		ErrClosed:  ErrClosed,
+		OnFail: func(err error) {
+			d.log.Warn(fmt.Sprintf("grpc: connecting to %s failed: %v", d.server, err))
+		},
+		OnLost: func(*h2Conn) {
+			d.log.Debug(fmt.Sprintf("grpc: the connection to %s ended", d.server))
+		},
+	})
+	return p
+}
 
 // dial opens a stream on the shared connection, connecting first when there
 // is none that takes a new stream. It returns once the stream's HEADERS
 // are written.
 func (p *grpcPool) dial(ctx context.Context) (*grpcConn, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return nil, ErrClosed
-		}
-		if c := p.cur; c != nil {
-			p.mu.Unlock()
-			s, err := c.open()
-			if err == nil {
-				return newGRPCConn(s), nil
-			}
-			if !errors.Is(err, errH2Unusable) {
-				return nil, err
-			}
-			p.mu.Lock()
-			if p.cur == c {
-				p.cur = nil
-				p.mu.Unlock()
-				c.unpool()
-				continue
-			}
-			p.mu.Unlock()
-			continue
-		}
-		if wait := p.dialing; wait != nil {
-			p.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, context.Cause(ctx)
-			}
-		}
-		done := make(chan struct{})
-		p.dialing = done
-		p.mu.Unlock()
-		c, err := p.connect(ctx)
-		p.mu.Lock()
-		p.dialing = nil
-		closed := p.closed
-		if err == nil && !closed {
-			p.cur = c
-		}
-		close(done)
-		p.mu.Unlock()
+	for try := 1; ; try++ {
+		r, err := p.slot.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if closed {
-			c.shutdown(ErrClosed, true)
-			return nil, ErrClosed
+		s, err := r.V.open()
+		if err == nil {
+			return newGRPCConn(s, r.Release), nil
+		}
+		r.Release()
+		if !errors.Is(err, errH2Unusable) {
+			return nil, err
+		}
+		p.slot.Retire(r, false)
+		if try == grpcRetries {
+			return nil, fmt.Errorf("grpc: %d connections to %s in a row took no new stream: %w", try, p.d.server, err)
 		}
 	}
 }
@@ -173,24 +155,27 @@ func (p *grpcPool) connect(ctx context.Context) (*h2Conn, error) {
 // while the streams open on it carry on, and it closes once the last of
 // them ends (at once when none is open). A connect in flight is kept: it
 // is a new connection already.
-func (p *grpcPool) purge() {
-	p.mu.Lock()
-	c := p.cur
-	p.cur = nil
-	p.mu.Unlock()
-	if c != nil {
-		c.unpool()
-	}
-}
+func (p *grpcPool) purge() { p.slot.Purge() }
 
-// close ends the shared connection and refuses later dials.
-func (p *grpcPool) close() {
-	p.mu.Lock()
-	c := p.cur
-	p.cur = nil
-	p.closed = true
-	p.mu.Unlock()
-	if c != nil {
-		c.shutdown(ErrClosed, true)
+// close ends the shared connection with its streams, abandons a connect in
+// flight and refuses later dials; it waits for the pool's goroutines.
+func (p *grpcPool) close() { p.slot.Close() }
+
+// Done is closed once the connection's read loop ended: the connection is
+// over (slot.Resource).
+func (c *h2Conn) Done() <-chan struct{} { return c.loopDone }
+
+// Close ends the connection with every stream on it and waits for its read
+// loop (slot.Resource).
+func (c *h2Conn) Close() { c.shutdown(ErrClosed, true) }
+
+// SlotState reads the state of the slot that holds the shared HTTP/2
+// connection of gRPC (phase, generation, backoff, last error), for the API
+// and metrics; ok is false for a transport that keeps nothing between
+// dials.
+func (d *Dialer) SlotState() (st slot.State, ok bool) {
+	if d.grpc == nil {
+		return slot.State{}, false
 	}
+	return d.grpc.slot.State(), true
 }

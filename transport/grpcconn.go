@@ -24,9 +24,15 @@ type grpcConn struct {
 	rerr error       // final read error
 
 	wmu sync.Mutex // keeps one Write's messages together
+
+	// release gives back the call's hold on its connection, once.
+	release   func()
+	closeOnce sync.Once
 }
 
-func newGRPCConn(s *h2Stream) *grpcConn { return &grpcConn{s: s} }
+func newGRPCConn(s *h2Stream, release func()) *grpcConn {
+	return &grpcConn{s: s, release: release}
+}
 
 // Read returns the payload of the server's messages as it arrives.
 func (g *grpcConn) Read(p []byte) (int, error) {
@@ -85,9 +91,10 @@ func (g *grpcConn) CloseWrite() error {
 	return g.s.closeWrite()
 }
 
-// Close ends the call.
+// Close ends the call and gives back its hold on the connection.
 func (g *grpcConn) Close() error {
 	g.s.close()
+	g.closeOnce.Do(g.release)
 	return nil
 }
 

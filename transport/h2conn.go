@@ -71,7 +71,6 @@ type h2Conn struct {
 	maxFrame   int
 	maxStreams uint32
 	goAway     bool
-	unpooled   bool  // the pool moved on: close once the last stream ends
 	err        error // set once: the connection is over
 	idle       *time.Timer
 }
@@ -132,7 +131,7 @@ func (c *h2Conn) handshake() error {
 
 // usable reports whether a new stream may open here; mu is held.
 func (c *h2Conn) usable() bool {
-	return c.err == nil && !c.goAway && !c.unpooled && uint32(len(c.streams)) < c.maxStreams && c.nextID < maxStreamID
+	return c.err == nil && !c.goAway && uint32(len(c.streams)) < c.maxStreams && c.nextID < maxStreamID
 }
 
 // open starts a stream: HEADERS with the gRPC request, written before open
@@ -220,13 +219,14 @@ func (c *h2Conn) credit(n int64) {
 	}
 }
 
-// forget drops a closed stream; the last one out of an unpooled connection
-// closes it, and of a pooled one starts the idle timer.
+// forget drops a closed stream; the last one out of a connection that went
+// away closes it, and of any other starts the idle timer. (A connection its
+// slot retired is closed by the slot once its last stream is released.)
 func (c *h2Conn) forget(s *h2Stream) {
 	c.mu.Lock()
 	delete(c.streams, s.id)
 	empty := len(c.streams) == 0 && c.err == nil
-	closeNow := empty && (c.unpooled || c.goAway)
+	closeNow := empty && c.goAway
 	if empty && !closeNow {
 		if c.idle == nil {
 			c.idle = time.AfterFunc(idleTimeout, c.closeIfIdle)
@@ -236,17 +236,6 @@ func (c *h2Conn) forget(s *h2Stream) {
 	}
 	c.mu.Unlock()
 	if closeNow {
-		c.shutdown(net.ErrClosed, false)
-	}
-}
-
-// unpool marks a connection the pool replaced: it closes once idle.
-func (c *h2Conn) unpool() {
-	c.mu.Lock()
-	c.unpooled = true
-	empty := len(c.streams) == 0
-	c.mu.Unlock()
-	if empty {
 		c.shutdown(net.ErrClosed, false)
 	}
 }

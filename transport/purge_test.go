@@ -2,10 +2,13 @@ package transport
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/spec"
 )
 
@@ -122,4 +125,27 @@ func TestGRPCPurgeConcurrentWithDials(t *testing.T) {
 	purger.Wait()
 	d.Close()
 	waitUntil(t, "every connection to end", func() bool { return srv.ended.Load() == srv.accepts.Load() })
+}
+
+// A failed connect backs off (internal/slot's policy): the next dial fails
+// at once, without touching the server, naming the wait.
+func TestGRPCFailedConnectBacksOff(t *testing.T) {
+	p := newPKI(t)
+	srv := newGRPCServer(t, p, nil, grpcEcho(false, "0")) // no h2: every connect fails
+	d := newDialer(t, grpcOutbound(p, srv.addr, spec.Transport{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.Dial(ctx); err == nil || errors.Is(err, slot.ErrBackoff) {
+		t.Fatalf("first dial: %v", err)
+	}
+	_, err := d.Dial(ctx)
+	if !errors.Is(err, slot.ErrBackoff) || !strings.Contains(err.Error(), "grpc: the connection to "+srv.addr.String()+" is down") {
+		t.Fatalf("dial during the backoff: %v", err)
+	}
+	if n := srv.accepts.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1: the dial during the backoff connected", n)
+	}
+	if st, ok := d.SlotState(); !ok || st.Phase != slot.Backoff || st.Failures != 1 || st.LastErr == nil {
+		t.Fatalf("state %+v", st)
+	}
 }

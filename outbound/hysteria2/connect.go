@@ -31,24 +31,66 @@ type conn struct {
 
 	server netip.AddrPort // the address of the server it runs to
 
-	// dead is set once the connection is found ended; upAt, diedAt, flows
-	// and draining are guarded by the slot's mu.
-	dead         atomic.Bool
-	upAt, diedAt time.Time
-	flows        int  // the holds flows have on it (slot.acquire)
-	draining     bool // purged: it closes once flows is 0
-
+	done      chan struct{} // closed once the connection ended (slot.Resource)
+	doneOnce  sync.Once
+	watched   chan struct{} // closed when watch returns; nil without a sentinel
 	closeOnce sync.Once
 }
 
-// close ends the connection and every flow on it; it closes the socket.
-func (c *conn) close() {
+func newConn(cl client.Client, info *client.HandshakeInfo, to netip.AddrPort) *conn {
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{})}
+	if info.UDPEnabled {
+		if s, err := cl.UDP(); err == nil {
+			c.sentinel = s
+			c.watched = make(chan struct{})
+			go c.watch()
+		}
+	}
+	return c
+}
+
+// watch waits for the connection to end, seen as the end of its sentinel
+// UDP session, and tells it on done. Close ends it and waits for it.
+func (c *conn) watch() {
+	defer close(c.watched)
+	for {
+		if _, _, err := c.sentinel.Receive(); err != nil {
+			break
+		}
+	}
+	c.markDone()
+}
+
+func (c *conn) markDone() { c.doneOnce.Do(func() { close(c.done) }) }
+
+// Done is closed once the connection ended: its sentinel session ended, or
+// it was closed. Without a sentinel only Close tells it, and a death is
+// found by the next flow (slot.Slot.Lost).
+func (c *conn) Done() <-chan struct{} { return c.done }
+
+// dead reports whether the connection is known to have ended.
+func (c *conn) dead() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends the connection and every flow on it; it closes the socket and
+// waits for the sentinel's watcher.
+func (c *conn) Close() {
 	c.closeOnce.Do(func() {
 		if c.sentinel != nil {
 			c.sentinel.Close()
 		}
 		c.client.Close()
+		c.markDone()
 	})
+	if c.watched != nil {
+		<-c.watched
+	}
 }
 
 // family is the address family of the server address c runs to.
@@ -130,13 +172,7 @@ func (o *Outbound) connectTo(ctx context.Context, to netip.AddrPort, tlsConfig c
 		pc.Close()
 		return nil, err
 	}
-	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to}
-	if info.UDPEnabled {
-		if s, err := cl.UDP(); err == nil {
-			c.sentinel = s
-		}
-	}
-	return c, nil
+	return newConn(cl, info, to), nil
 }
 
 // socketFactory hands the client the socket prepared for its attempt.

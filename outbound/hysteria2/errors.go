@@ -16,7 +16,6 @@ import (
 var (
 	errNoUsableAddress = errors.New("hysteria2: the server name resolved to no usable address")
 	errBackoff         = errors.New("hysteria2: connection is down, waiting before the next attempt")
-	errTaskGone        = errors.New("hysteria2: the connect task disappeared")
 	errNoCertificates  = errors.New("hysteria2: the CA file contains no certificates")
 	errClosed          = errors.New("hysteria2: the outbound is closed")
 )

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apernet/hysteria/core/v2/client"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/spec"
@@ -49,7 +50,7 @@ type Outbound struct {
 	attemptTimeout time.Duration // one address's QUIC handshake and authentication
 	log            *slog.Logger
 
-	slot      *slot
+	slot      *slot.Slot[*conn]
 	streams   streamCap   // max_concurrent_streams
 	udpWarned atomic.Bool // the UDP refusal was logged for this outbound version
 }
@@ -63,10 +64,12 @@ var (
 // New builds a Hysteria 2 outbound from a validated spec. It opens nothing
 // and reads no file: the first flow brings the connection up.
 func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
-	return newOutbound(o, deps, systemClock{})
+	return newOutbound(o, deps, time.Now)
 }
 
-func newOutbound(o spec.Outbound, deps outbound.Deps, clk clock) (*Outbound, error) {
+// newOutbound is New with the clock of the slot's backoff; tests pass a
+// manual one.
+func newOutbound(o spec.Outbound, deps outbound.Deps, now func() time.Time) (*Outbound, error) {
 	if deps.Dialer == nil {
 		return nil, errors.New("hysteria2: no dialer")
 	}
@@ -125,7 +128,18 @@ func newOutbound(o spec.Outbound, deps outbound.Deps, clk clock) (*Outbound, err
 	if out.log == nil {
 		out.log = slog.New(slog.DiscardHandler)
 	}
-	out.slot = newSlot(out.connect, clk, out.log)
+	out.slot = slot.New(slot.Config[*conn]{
+		Establish:  out.connect,
+		Now:        now,
+		Timeout:    netx.EstablishTimeout(out.attemptTimeout),
+		Phase:      netx.PhaseQUIC,
+		ErrBackoff: errBackoff,
+		ErrClosed:  errClosed,
+		OnFail: func(err error) {
+			out.log.Warn(fmt.Sprintf("hysteria2: connect failed: %v", err))
+		},
+		OnLost: func(*conn) { out.log.Warn("hysteria2: connection closed, reconnecting") },
+	})
 	out.streams = newStreamCap(o.MaxConcurrentStreams)
 	return out, nil
 }
@@ -134,7 +148,7 @@ func newOutbound(o spec.Outbound, deps outbound.Deps, clk clock) (*Outbound, err
 // connection is closed with every stream and datagram link on it. Dials
 // after Close fail. It waits for the outbound's goroutines.
 func (o *Outbound) Close() error {
-	o.slot.close()
+	o.slot.Close()
 	return nil
 }
 
@@ -146,27 +160,27 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 	if err := o.streams.take(ctx); err != nil {
 		return nil, err
 	}
-	s, c, err := o.dialStream(ctx, f)
+	s, r, err := o.dialStream(ctx, f)
 	if err != nil {
 		o.streams.give()
 		return nil, err
 	}
-	return &stream{Conn: s, out: o, conn: c}, nil
+	return &stream{Conn: s, out: o, res: r}, nil
 }
 
 // dialStream opens the stream; it returns it with the hold it has on its
 // connection.
-func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *conn, error) {
+func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *slot.Res[*conn], error) {
 	for try := 0; ; try++ {
-		c, err := o.slot.acquire(ctx)
+		r, err := o.slot.Acquire(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := c.client.TCP(f.Dst.String())
+		s, err := r.V.client.TCP(f.Dst.String())
 		if err != nil {
-			o.slot.release(c)
+			r.Release()
 			if connectionGone(err) {
-				o.slot.lost(c)
+				o.slot.Lost(r)
 				if try == 0 {
 					continue
 				}
@@ -181,13 +195,13 @@ func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *conn
 		})
 		if err != nil {
 			s.Close()
-			o.slot.release(c)
+			r.Release()
 			if connectionGone(err) {
-				o.slot.lost(c)
+				o.slot.Lost(r)
 			}
 			return nil, nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
 		}
-		return s, c, nil
+		return s, r, nil
 	}
 }
 
@@ -204,32 +218,33 @@ func (o *Outbound) CarriesUDP() bool { return true }
 // refusal logged once per outbound).
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
 	for try := 0; ; try++ {
-		c, err := o.slot.acquire(ctx)
+		r, err := o.slot.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
+		c := r.V
 		if !c.udp {
-			o.slot.release(c)
+			r.Release()
 			o.refuseUDP(errNoRelay)
 			return nil, errNoRelay
 		}
 		if c.noDatagrams.Load() {
-			o.slot.release(c)
+			r.Release()
 			o.refuseUDP(errNoDatagrams)
 			return nil, errNoDatagrams
 		}
 		u, err := c.client.UDP()
 		if err != nil {
-			o.slot.release(c)
+			r.Release()
 			if connectionGone(err) {
-				o.slot.lost(c)
+				o.slot.Lost(r)
 				if try == 0 {
 					continue
 				}
 			}
 			return nil, fmt.Errorf("hysteria2: opening a UDP session: %w", err)
 		}
-		return newPacketLink(u, c, o), nil
+		return newPacketLink(u, r, o), nil
 	}
 }
 
@@ -237,17 +252,22 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 // one up (outbound.Purger). The streams and UDP sessions open on it are not
 // cut: it closes once the last of them ends, at once when none is open.
 // Purge is no connect failure: it leaves the backoff as it is.
-func (o *Outbound) Purge() { o.slot.purge() }
+func (o *Outbound) Purge() { o.slot.Purge() }
 
 // ServerFamily is the address family of the server address the current
 // QUIC connection runs to; ok is false while there is none. A stream's
 // RemoteAddr tells it too; a UDP session reports its own connection's.
 func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
-	if c := o.slot.current(); c != nil {
-		return c.family()
+	if r, ok := o.slot.Current(); ok {
+		return r.V.family()
 	}
 	return netx.V4, false
 }
+
+// SlotState reads the state of the slot that holds the QUIC connection
+// (phase, generation, backoff, last error), for the API and metrics; ok is
+// always true.
+func (o *Outbound) SlotState() (st slot.State, ok bool) { return o.slot.State(), true }
 
 // refuseUDP logs why UDP goes nowhere, once per outbound version.
 func (o *Outbound) refuseUDP(err error) {

@@ -151,11 +151,12 @@ func TestBandwidthSelectsBrutalOrBBR(t *testing.T) {
 	s.UpMbps, s.DownMbps = 100, 50
 	brutal := newHarness(t).outbound(s)
 	dialEcho(t, brutal, echo)
-	c, err := brutal.slot.acquire(context.Background())
+	r, err := brutal.slot.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.tx != 100*125_000 {
+	defer r.Release()
+	if c := r.V; c.tx != 100*125_000 {
 		t.Fatalf("up_mbps = 100: send rate %d bytes/s, want Brutal at 12500000", c.tx)
 	}
 	if got := srv.lastTx.Load(); got != 50*125_000 {
@@ -164,7 +165,12 @@ func TestBandwidthSelectsBrutalOrBBR(t *testing.T) {
 
 	bbr := newHarness(t).outbound(testSpec(srv.addr, srv.cert))
 	dialEcho(t, bbr, echo)
-	if c, _ := bbr.slot.acquire(context.Background()); c.tx != 0 {
+	r, err = bbr.slot.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if c := r.V; c.tx != 0 {
 		t.Fatalf("up_mbps = 0: send rate %d, want 0 (BBR)", c.tx)
 	}
 	if got := srv.lastTx.Load(); got != 0 {

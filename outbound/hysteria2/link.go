@@ -7,6 +7,7 @@ import (
 
 	"github.com/apernet/hysteria/core/v2/client"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 )
 
@@ -17,7 +18,8 @@ import (
 // its ReadPacket.
 type packetLink struct {
 	udp    client.HyUDPConn
-	conn   *conn
+	res    *slot.Res[*conn] // the link's hold on its connection
+	conn   *conn            // res.V
 	out    *Outbound
 	closed atomic.Bool
 	gone   atomic.Bool // the session ended with its connection
@@ -35,8 +37,8 @@ var (
 	_ netx.PacketWaiter = (*packetLink)(nil)
 )
 
-func newPacketLink(u client.HyUDPConn, c *conn, o *Outbound) *packetLink {
-	return &packetLink{udp: u, conn: c, out: o}
+func newPacketLink(u client.HyUDPConn, r *slot.Res[*conn], o *Outbound) *packetLink {
+	return &packetLink{udp: u, res: r, conn: r.V, out: o}
 }
 
 // WritePacket sends p to its peer. A message that does not fit the
@@ -45,7 +47,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	if l.closed.Load() {
 		return net.ErrClosed
 	}
-	if l.gone.Load() || l.conn.dead.Load() {
+	if l.gone.Load() || l.conn.dead() {
 		// quic-go drops a datagram sent on a closed connection silently.
 		return errGone
 	}
@@ -62,7 +64,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 		l.out.refuseUDP(errNoDatagrams)
 		return errNoDatagrams
 	case connectionGone(err):
-		l.out.slot.lost(l.conn)
+		l.out.slot.Lost(l.res)
 		return errGone
 	}
 	return fmt.Errorf("hysteria2: sending to %s: %w", to, err)
@@ -112,7 +114,7 @@ func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 			}
 			// Only the connection's end closes a session this link did not.
 			l.gone.Store(true)
-			l.out.slot.lost(l.conn)
+			l.out.slot.Lost(l.res)
 			return nil, netx.Addr{}, errGone
 		}
 		if from, ok := parseAuthority(addr); ok {
@@ -127,7 +129,7 @@ func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 func (l *packetLink) Close() error {
 	if l.closed.CompareAndSwap(false, true) {
 		err := l.udp.Close()
-		l.out.slot.release(l.conn)
+		l.res.Release()
 		return err
 	}
 	return nil

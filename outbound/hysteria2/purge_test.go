@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 )
 
@@ -94,7 +95,7 @@ func TestPurgeIdleConnection(t *testing.T) {
 	dialEcho(t, o, echo)
 	o.Purge()
 	waitFor(t, "the idle purged connection to close", func() bool { return closedConns(srv) == 1 })
-	if st, failures := o.slot.snapshot(); st != idle || failures != 0 {
+	if st, failures := snapshot(o); st != slot.Idle || failures != 0 {
 		t.Fatalf("after a purge the slot is %v with %d failures, want idle with none", st, failures)
 	}
 	dialEcho(t, o, echo)
@@ -179,10 +180,8 @@ func TestPurgeConcurrentWithDials(t *testing.T) {
 	}
 	o.Close()
 	waitFor(t, "every connection to end", func() bool { return closedConns(srv) == len(srv.Conns()) })
-	o.slot.mu.Lock()
-	defer o.slot.mu.Unlock()
-	if len(o.slot.draining) != 0 {
-		t.Fatalf("%d connections still draining after Close", len(o.slot.draining))
+	if n := o.slot.State().Retired; n != 0 {
+		t.Fatalf("%d connections still draining after Close", n)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apernet/hysteria/core/v2/server"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/outbound/hysteria2/internal/hy2test"
@@ -154,7 +155,7 @@ func (h *harness) deps() outbound.Deps {
 
 func (h *harness) outbound(o spec.Outbound) *Outbound {
 	h.t.Helper()
-	out, err := newOutbound(o, h.deps(), h.clock)
+	out, err := newOutbound(o, h.deps(), h.clock.Now)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -246,12 +247,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// slotState reports the slot's state.
-func (s *slot) snapshot() (slotState, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state, s.failures
+// snapshot reports the phase of o's slot and its failure count.
+func snapshot(o *Outbound) (slot.Phase, int) {
+	st, _ := o.SlotState()
+	return st.Phase, st.Failures
 }
+
+// down reports whether o's slot has no connection in service and none
+// under way.
+func down(o *Outbound) bool {
+	st, _ := snapshot(o)
+	return st == slot.Idle || st == slot.Backoff
+}
+
+// clock is the slot's time source in a test.
+type clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
 
 // blackhole is a UDP address that takes datagrams and never answers.
 func blackhole(t *testing.T) netip.AddrPort {

@@ -3,27 +3,14 @@ package hysteria2
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 )
-
-func TestBackoffDoublesToThirtySeconds(t *testing.T) {
-	want := []time.Duration{2, 4, 8, 16, 30, 30, 30}
-	for i, w := range want {
-		if got := backoff(i + 1); got != w*time.Second {
-			t.Fatalf("backoff(%d) = %s, want %s", i+1, got, w*time.Second)
-		}
-	}
-	if got := backoff(1000); got != 30*time.Second {
-		t.Fatalf("backoff(1000) = %s", got)
-	}
-}
 
 func TestConcurrentFirstDialsShareOneConnection(t *testing.T) {
 	srv := startServer(t, serverOptions{})
@@ -83,7 +70,7 @@ func TestACancelledDialLeavesTheAttemptRunning(t *testing.T) {
 		t.Fatalf("cancelled dial: %v", err)
 	}
 	close(gate) // the attempt goes on with no one waiting
-	waitFor(t, "the connection", func() bool { st, _ := o.slot.snapshot(); return st == ready })
+	waitFor(t, "the connection", func() bool { st, _ := snapshot(o); return st == slot.Up })
 	dialEcho(t, o, echo)
 	if got := srv.sessions.Load(); got != 1 {
 		t.Fatalf("%d server sessions, want 1: the abandoned attempt's connection was not kept", got)
@@ -100,17 +87,19 @@ func TestAShortLivedConnectionDrivesTheBackoff(t *testing.T) {
 
 	up := func(sessions int32) {
 		t.Helper()
-		if _, err := o.slot.acquire(ctx); err != nil {
+		r, err := o.slot.Acquire(ctx)
+		if err != nil {
 			t.Fatalf("dial after the backoff: %v", err)
 		}
+		r.Release()
 		if got := srv.sessions.Load(); got != sessions {
 			t.Fatalf("%d server sessions, want %d", got, sessions)
 		}
-		waitFor(t, "the server to close the connection", func() bool { st, _ := o.slot.snapshot(); return st == idle })
+		waitFor(t, "the server to close the connection", func() bool { return down(o) })
 	}
 	down := func() {
 		t.Helper()
-		_, err := o.slot.acquire(ctx)
+		_, err := o.slot.Acquire(ctx)
 		if !errors.Is(err, errBackoff) || err.Error() != "hysteria2: connection is down, waiting before the next attempt" {
 			t.Fatalf("dial during the backoff: %v", err)
 		}
@@ -123,7 +112,7 @@ func TestAShortLivedConnectionDrivesTheBackoff(t *testing.T) {
 		clk.Advance(time.Millisecond)
 		up(int32(i + 2))
 	}
-	if _, failures := o.slot.snapshot(); failures != 4 {
+	if _, failures := snapshot(o); failures != 4 {
 		t.Fatalf("failures = %d, want 4", failures)
 	}
 	if n := h.logs.count("hysteria2: connection closed, reconnecting"); n != 4 {
@@ -140,19 +129,23 @@ func TestALongLivedConnectionReconnectsAtOnce(t *testing.T) {
 	clk := newManualClock()
 	h.clock = clk
 	o := h.outbound(testSpec(srv.addr, srv.cert))
-	if _, err := o.slot.acquire(context.Background()); err != nil {
+	r, err := o.slot.Acquire(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(minHealthyLifetime)
+	r.Release()
+	clk.Advance(slot.DefaultPolicy.MinHealthy)
 	srv.closeAll()
-	waitFor(t, "the connection to be retired", func() bool { st, _ := o.slot.snapshot(); return st == idle })
-	if _, err := o.slot.acquire(context.Background()); err != nil {
-		t.Fatalf("the dial after a connection that lived %s: %v", minHealthyLifetime, err)
+	waitFor(t, "the connection to be retired", func() bool { return down(o) })
+	r, err = o.slot.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("the dial after a connection that lived %s: %v", slot.DefaultPolicy.MinHealthy, err)
 	}
+	r.Release()
 	if got := srv.sessions.Load(); got != 2 {
 		t.Fatalf("%d server sessions, want 2", got)
 	}
-	if _, failures := o.slot.snapshot(); failures != 0 {
+	if _, failures := snapshot(o); failures != 0 {
 		t.Fatalf("failures = %d after a healthy connection", failures)
 	}
 }
@@ -229,20 +222,5 @@ func TestCloseEndsAnAttemptInFlight(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %s", d)
-	}
-}
-
-func TestAConnectTaskThatEndsWithoutAResultReleasesItsWaiters(t *testing.T) {
-	s := newSlot(func(context.Context) (*conn, error) {
-		runtime.Goexit()
-		return nil, nil
-	}, newManualClock(), slog.New(slog.DiscardHandler))
-	defer s.close()
-	_, err := s.acquire(context.Background())
-	if err == nil || err.Error() != "hysteria2: the connect task disappeared" {
-		t.Fatalf("acquire: %v", err)
-	}
-	if _, err := s.acquire(context.Background()); !errors.Is(err, errBackoff) {
-		t.Fatalf("the vanished attempt does not count as a failure: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
+
+	"switchyard/internal/slot"
 )
 
 // streamCap bounds the TCP streams open at once on the outbound's QUIC
@@ -42,12 +44,12 @@ func (c streamCap) give() {
 }
 
 // stream is a TCP flow on the connection. It holds a place in the
-// outbound's streamCap and a hold on its connection (slot.acquire); closing
+// outbound's streamCap and a hold on its connection (slot.Acquire); closing
 // it gives both back, once.
 type stream struct {
 	net.Conn
 	out    *Outbound
-	conn   *conn
+	res    *slot.Res[*conn]
 	closed atomic.Bool
 }
 
@@ -55,7 +57,7 @@ func (s *stream) Close() error {
 	err := s.Conn.Close()
 	if s.closed.CompareAndSwap(false, true) {
 		s.out.streams.give()
-		s.out.slot.release(s.conn)
+		s.res.Release()
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 )
 
@@ -69,7 +70,7 @@ func TestAReplacedCAFileTakesEffectAtTheNextConnection(t *testing.T) {
 	if err := os.WriteFile(ca, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(backoff(1))
+	clk.Advance(slot.DefaultPolicy.Wait(1))
 	dialEcho(t, o, tcpEcho(t))
 }
 

@@ -57,10 +57,12 @@ func FuzzEndpointMessages(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer out.Close()
-	tun, err := out.slot.acquire(context.Background())
+	r, err := out.tunnels.acquire(context.Background())
 	if err != nil {
 		f.Fatal(err)
 	}
+	defer r.Release()
+	tun := r.V
 	s := tun.bind.sock.Load()
 	port := (*s).LocalAddr().(*net.UDPAddr).Port
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}

@@ -63,6 +63,9 @@ type packetLink struct {
 	names map[string]cachedName
 
 	closeOnce sync.Once
+	// release gives back the link's hold on its tunnel's slot; set by
+	// DialPacket.
+	release func()
 }
 
 type cachedName struct {
@@ -230,6 +233,9 @@ func (l *packetLink) Close() error {
 		close(l.closed)
 		l.c.Close()
 		l.wq.EventUnregister(&l.entry)
+		if l.release != nil {
+			l.release()
+		}
 	})
 	return nil
 }

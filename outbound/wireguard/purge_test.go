@@ -15,16 +15,12 @@ import (
 
 // setSilence shortens the silence after which a purged tunnel is rebuilt.
 func (c *client) setSilence(d time.Duration) {
-	c.slot.mu.Lock()
-	c.slot.silence = d
-	c.slot.mu.Unlock()
+	c.tunnels.mu.Lock()
+	c.tunnels.silence = d
+	c.tunnels.mu.Unlock()
 }
 
-func (c *client) tunnel() *tunnel {
-	c.slot.mu.Lock()
-	defer c.slot.mu.Unlock()
-	return c.slot.tun
-}
+func (c *client) tunnel() *tunnel { return tunnelOf(c) }
 
 func dialUDP(t *testing.T, c *client) netx.PacketLink {
 	t.Helper()
@@ -190,20 +186,20 @@ func TestPurgeSuspicionClearsOnAnAnswer(t *testing.T) {
 	old := c.tunnel()
 	c.Purge()
 	// As if the purge came before the tunnel's last handshake.
-	c.slot.mu.Lock()
-	if c.slot.suspect != old {
-		c.slot.mu.Unlock()
+	c.tunnels.mu.Lock()
+	if c.tunnels.suspect != old {
+		c.tunnels.mu.Unlock()
 		t.Fatal("no suspicion after a purge that kept the tunnel")
 	}
-	c.slot.purgedAt = old.up
-	c.slot.silence = 20 * time.Millisecond
-	c.slot.mu.Unlock()
+	c.tunnels.purgedAt = old.up
+	c.tunnels.silence = 20 * time.Millisecond
+	c.tunnels.mu.Unlock()
 	time.Sleep(50 * time.Millisecond)
 	l := dialUDP(t, c)
 	defer l.Close()
-	c.slot.mu.Lock()
-	cleared := c.slot.suspect == nil
-	c.slot.mu.Unlock()
+	c.tunnels.mu.Lock()
+	cleared := c.tunnels.suspect == nil
+	c.tunnels.mu.Unlock()
 	if c.tunnel() != old || !cleared {
 		t.Fatalf("the tunnel was replaced (%v) or is still suspect (%v)", c.tunnel() != old, !cleared)
 	}

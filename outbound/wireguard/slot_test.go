@@ -6,17 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 )
-
-func TestBackoffSchedule(t *testing.T) {
-	want := []time.Duration{2, 4, 8, 16, 30, 30, 30}
-	for i, w := range want {
-		if got := backoff(i + 1); got != w*time.Second {
-			t.Errorf("backoff(%d) = %v, want %v", i+1, got, w*time.Second)
-		}
-	}
-}
 
 // A start that keeps failing is retried 2, 4, 8, 16 and then every 30 s
 // after the previous failure, and dials in between fail at once without
@@ -45,6 +37,9 @@ func TestFailedStartsBackOff(t *testing.T) {
 		}
 		if c.servers.count() != i+1 {
 			t.Fatalf("a dial during the backoff started the tunnel")
+		}
+		if st, _ := c.SlotState(); st.Phase != slot.Backoff || st.Failures != i+1 || !errors.Is(st.LastErr, ErrEndpointNotResolved) {
+			t.Fatalf("state after failure %d: %+v", i+1, st)
 		}
 		clk.Advance(time.Millisecond)
 	}
@@ -80,9 +75,11 @@ func TestACancelledStartIsNoFailure(t *testing.T) {
 
 // tunnelOf returns the slot's current tunnel.
 func tunnelOf(c *client) *tunnel {
-	c.slot.mu.Lock()
-	defer c.slot.mu.Unlock()
-	return c.slot.tun
+	r, ok := c.tunnels.slot.Current()
+	if !ok {
+		return nil
+	}
+	return r.V
 }
 
 func waitDead(t *testing.T, tun *tunnel) {
@@ -185,8 +182,12 @@ func TestConcurrentDialsShareOneStart(t *testing.T) {
 		t.Fatalf("%d starts", n)
 	}
 	// A waiter whose context ends while a start runs gives up alone.
-	tunnelOf(c).dev.Close()
-	waitDead(t, tunnelOf(c))
+	dead := tunnelOf(c)
+	dead.dev.Close()
+	waitDead(t, dead)
+	for tunnelOf(c) != nil { // the slot retires it, by the clock of its death
+		time.Sleep(time.Millisecond)
+	}
 	clk.Advance(2 * time.Second) // past the backoff of a short-lived tunnel
 	c.servers.mu.Lock()
 	started := make(chan error, 1)
@@ -198,9 +199,7 @@ func TestConcurrentDialsShareOneStart(t *testing.T) {
 		started <- err
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		c.slot.mu.Lock()
-		running := c.slot.starting != nil
-		c.slot.mu.Unlock()
+		running := c.tunnels.slot.State().Phase == slot.Establishing
 		if running {
 			break
 		}

@@ -6,7 +6,10 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 )
 
 // connectAttemptTimeout bounds one TCP connect inside the tunnel, per
@@ -50,7 +53,7 @@ func (e *connectError) Unwrap() []error {
 
 // connect tries addrs in order, one at a time, each bounded by timeout, and
 // returns the first connection that completes.
-func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout time.Duration) (net.Conn, error) {
+func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout time.Duration) (*gonet.TCPConn, error) {
 	e := &connectError{}
 	for _, a := range addrs {
 		actx, cancel := context.WithTimeout(ctx, timeout)
@@ -74,4 +77,19 @@ func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout tim
 		}
 	}
 	return nil, e
+}
+
+// heldConn is a TCP flow inside the tunnel with its hold on the tunnel's
+// slot: closing it gives the hold back, once, so that a drained tunnel
+// closes after its last flow.
+type heldConn struct {
+	*gonet.TCPConn
+	once    sync.Once
+	release func()
+}
+
+func (c *heldConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(c.release)
+	return err
 }

@@ -28,19 +28,17 @@ var (
 // stack and its socket. Its driver is the device's goroutines; the tunnel
 // is dead once they ended or its socket failed.
 type tunnel struct {
-	dev     *device.Device
-	stack   *stackDevice
-	bind    *bind
-	started time.Time
+	dev   *device.Device
+	stack *stackDevice
+	bind  *bind
 	// up is when it started by the wall clock, the device's own clock for
 	// its handshakes.
 	up time.Time
 
 	nextPort atomic.Uint32 // the next local port a UDP link tries
 
-	dead   chan struct{} // closed by watch once the driver stopped
-	diedAt time.Time     // written by watch before dead is closed
-	done   chan struct{} // closed when watch returns
+	dead chan struct{} // closed by watch once the driver stopped
+	done chan struct{} // closed when watch returns
 }
 
 // udpSocketFunc makes the tunnel's socket in the family of the endpoint.
@@ -51,7 +49,7 @@ type udpSocketFunc func(netx.Family) (udpSocket, error)
 // against a peer that does not answer: the first packet through the tunnel
 // starts one (with a persistent keepalive, the keepalive the device sends
 // as it comes up).
-func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen udpSocketFunc, now func() time.Time, log *slog.Logger) (*tunnel, error) {
+func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen udpSocketFunc, log *slog.Logger) (*tunnel, error) {
 	if len(s.local) == 0 {
 		return nil, ErrNoLocalAddress
 	}
@@ -79,27 +77,24 @@ func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen
 	}
 	st.up() // the device is up already: the event changes nothing
 	t := &tunnel{
-		dev:     d,
-		stack:   st,
-		bind:    b,
-		started: now(),
-		up:      time.Now(),
-		dead:    make(chan struct{}),
-		done:    make(chan struct{}),
+		dev:   d,
+		stack: st,
+		bind:  b,
+		up:    time.Now(),
+		dead:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
-	go t.watch(now)
+	go t.watch()
 	return t, nil
 }
 
 // watch waits for the driver to stop: the device closed, or its socket
 // failed, in which case it closes the device.
-func (t *tunnel) watch(now func() time.Time) {
+func (t *tunnel) watch() {
 	defer close(t.done)
 	select {
 	case <-t.dev.Wait():
-		t.diedAt = now()
 	case <-t.bind.failed:
-		t.diedAt = now()
 		t.dev.Close()
 	}
 	close(t.dead)
@@ -113,12 +108,6 @@ func (t *tunnel) alive() bool {
 	default:
 		return true
 	}
-}
-
-// lifetime is how long a dead tunnel ran.
-func (t *tunnel) lifetime() time.Duration {
-	<-t.dead
-	return t.diedAt.Sub(t.started)
 }
 
 // lastHandshake is when the peer last completed a handshake with the

@@ -38,6 +38,7 @@ import (
 	"net"
 	"time"
 
+	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/spec"
@@ -50,7 +51,7 @@ type Outbound struct {
 	servers netx.Resolver
 	res     *resolver
 	log     *slog.Logger
-	slot    *slot
+	tunnels *tunnels
 	now     func() time.Time
 	// connectTimeout bounds one TCP connect inside the tunnel.
 	connectTimeout time.Duration
@@ -93,7 +94,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 		now:            time.Now,
 		connectTimeout: connectAttemptTimeout,
 	}
-	out.slot = &slot{start: out.startTunnel, now: out.clock, log: log}
+	out.tunnels = newTunnels(out.startTunnel, out.clock, deps.ConnectTimeout, log)
 	return out, nil
 }
 
@@ -101,13 +102,9 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) clock() time.Time { return o.now() }
 
 // startTunnel starts a device with the tunnel's socket made under the
-// socket policy. The dial that starts it takes its admission permit first;
-// flows inside a running tunnel are logical and pass.
+// socket policy. The dial that starts it has taken its admission permit
+// (the slot does); flows inside a running tunnel are logical and pass.
 func (o *Outbound) startTunnel(ctx context.Context) (*tunnel, error) {
-	if err := netx.Admit(ctx); err != nil {
-		return nil, err
-	}
-	netx.Mark(ctx, netx.PhaseTunnel)
 	listen := func(f netx.Family) (udpSocket, error) {
 		c, err := o.dialer.ListenUDP(context.Background(), f)
 		if err != nil {
@@ -115,32 +112,44 @@ func (o *Outbound) startTunnel(ctx context.Context) (*tunnel, error) {
 		}
 		return c, nil
 	}
-	return startTunnel(ctx, o.cfg, o.servers, listen, o.clock, o.log)
+	return startTunnel(ctx, o.cfg, o.servers, listen, o.log)
 }
 
 // DialStream connects to f.Dst inside the tunnel: it returns once the TCP
 // handshake through the tunnel is done.
 func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
-	t, err := o.slot.acquire(ctx)
+	r, err := o.tunnels.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	addrs, err := o.res.candidates(ctx, f.Dst)
 	if err != nil {
+		r.Release()
 		return nil, err
 	}
 	netx.Mark(ctx, netx.PhaseConnect)
-	return connect(ctx, t, addrs, o.connectTimeout)
+	c, err := connect(ctx, r.V, addrs, o.connectTimeout)
+	if err != nil {
+		r.Release()
+		return nil, err
+	}
+	return &heldConn{TCPConn: c, release: r.Release}, nil
 }
 
 // DialPacket opens a UDP link inside the tunnel. Each datagram names its
 // own destination; f.Dst is not used.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
-	t, err := o.slot.acquire(ctx)
+	r, err := o.tunnels.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return listenPacket(t, o.res, o.clock, o.log)
+	l, err := listenPacket(r.V, o.res, o.clock, o.log)
+	if err != nil {
+		r.Release()
+		return nil, err
+	}
+	l.release = r.Release
+	return l, nil
 }
 
 // CarriesUDP reports true: each datagram goes to its own peer inside the
@@ -151,19 +160,24 @@ func (o *Outbound) CarriesUDP() bool { return true }
 // whose peer answers no handshake is closed, its flows with it, and the
 // next dial starts a new one; a tunnel whose peer still answers is kept
 // (see the package documentation).
-func (o *Outbound) Purge() { o.slot.purge() }
+func (o *Outbound) Purge() { o.tunnels.purge() }
 
 // ServerFamily is the address family of the endpoint the current tunnel
 // sends to; ok is false while there is no tunnel. A stream's RemoteAddr
 // names its destination inside the tunnel, not the endpoint.
 func (o *Outbound) ServerFamily() (f netx.Family, ok bool) {
-	ep, ok := o.slot.endpoint()
+	ep, ok := o.tunnels.endpoint()
 	if !ok {
 		return netx.V4, false
 	}
 	return netx.FamilyOf(ep.Addr()), true
 }
 
+// SlotState reads the state of the slot that holds the tunnel (phase,
+// generation, backoff, last error), for the API and metrics; ok is always
+// true.
+func (o *Outbound) SlotState() (st slot.State, ok bool) { return o.tunnels.slot.State(), true }
+
 // Close stops the tunnel and ends every flow that rides it; later dials
 // fail. It is idempotent.
-func (o *Outbound) Close() error { return o.slot.Close() }
+func (o *Outbound) Close() error { return o.tunnels.Close() }

@@ -1,0 +1,383 @@
+// Package connpool keeps, per node, a small bounded pool of bare
+// connections to the proxy server, already connected (and, where the
+// transport has one, with TLS already completed), for the protocols whose
+// handshake can start on any fresh connection (VLESS, Trojan, VMess,
+// Shadowsocks over TCP or TLS). A flow that takes one skips the connect
+// and TLS round trips; it still runs its protocol handshake, under its own
+// admission permit (the dial-budget rules: a pool hit is no physical
+// connect, the handshake is).
+//
+// # What a pooled connection is worth
+//
+// A server gives a connection that sent no request a bounded time before
+// it closes it. Measured against the interop servers (Xray v26.3.27,
+// sing-box v1.14.1; test/interop/idle_test.go: a fresh connection on
+// loopback, TLS completed where configured, then nothing sent, timed from
+// the end of the client's handshakes, 70 s at most):
+//
+//	xray  vless/trojan/vmess tcp and tls, shadowsocks tcp   closed after 60 s
+//	xray  vless tcp, trojan tls, policy handshake = 4        closed after 3.97 s
+//	sing-box  vless/trojan/vmess tcp and tls, shadowsocks    still open at 70 s
+//
+// Xray's default handshake timeout is 60 s in this release (aligned with
+// nginx's client_header_timeout); V2Ray and earlier Xray releases default
+// to 4 s, and many deployments still set handshake = 4, which the timer
+// counts from the accept, TLS handshake included. A client cannot tell which policy a
+// server runs, so a pooled connection is handed out only while younger
+// than DefaultIdle (3 s): below the smallest of these, with a second left
+// for the flow's request to reach the server. An older one is closed,
+// never handed out; with Refresh it is replaced.
+//
+// Before a connection is handed out its socket is looked into (Linux: a
+// non-blocking MSG_PEEK read and the TCP state, no byte taken): one the
+// server closed or reset is discarded, and the flow gets a fresh
+// connection instead. On other platforms nothing is pooled.
+//
+// # Bounds and ownership
+//
+// At most Size (DefaultSize, 2) connections wait per pool: the warm-up
+// passes deposit one at a time, and a second lets a deposit land while a
+// flow takes the first. The pool's one goroutine closes expired
+// connections (and, with Refresh, replaces them) while any are pooled; it
+// ends when the pool is empty or closed, and Close waits for it. Purge,
+// for the health engine's alive → dead callback, closes every pooled
+// connection and stops the refresh until the next Fill.
+package connpool
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchyard/netx"
+)
+
+// The pool's defaults.
+const (
+	// DefaultSize bounds the connections waiting in one pool.
+	DefaultSize = 2
+	// DefaultIdle is the age past which a pooled connection is closed
+	// instead of handed out: below a 4 s handshake policy (V2Ray's and
+	// older Xray's default), the smallest bound measured.
+	DefaultIdle = 3 * time.Second
+)
+
+// ErrClosed is the failure of Fill on a closed pool.
+var ErrClosed = errors.New("connpool: closed")
+
+// Config is what a pool is built from.
+type Config struct {
+	// Dial opens a fresh connection to the server: the TCP connect and,
+	// where configured, the TLS handshake. It runs under the caller's
+	// context (Get, Fill) or under Timeout (a refresh).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Size bounds the pooled connections (0: DefaultSize).
+	Size int
+	// Idle is the age past which a pooled connection is closed (0:
+	// DefaultIdle).
+	Idle time.Duration
+	// Refresh replaces each connection that expires, keeping the level
+	// the last Fill set, until Purge or Close.
+	Refresh bool
+	// Timeout bounds a refresh dial (0: netx.EstablishTimeout(0)).
+	Timeout time.Duration
+	// Now is the clock of the ages (nil: time.Now). The expiry timer
+	// runs on the real clock.
+	Now func() time.Time
+}
+
+// Stats is a reading of a pool, for the API and metrics.
+type Stats struct {
+	Idle      int    // connections pooled now
+	Size      int    // the bound
+	Hits      uint64 // Gets served from the pool
+	Misses    uint64 // Gets that dialed
+	Dead      uint64 // pooled connections found closed by the server
+	Expired   uint64 // pooled connections closed for their age
+	Deposited uint64 // connections that entered the pool
+}
+
+type entry struct {
+	c  net.Conn
+	at time.Time
+}
+
+// Pool is one node's pool. It is safe for concurrent use.
+type Pool struct {
+	cfg Config
+	now func() time.Time
+
+	ctx    context.Context // refresh dials; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the reaper
+	wake   chan struct{}  // a deposit or a Purge: the reaper looks again
+
+	mu      sync.Mutex // guards what follows; never held across I/O
+	idle    []entry    // oldest first
+	level   int        // Refresh: how many the pool keeps; 0 after Purge
+	epoch   uint64     // advanced by Purge: a dial begun before lands closed
+	reaping bool
+	closed  bool
+
+	nIdle                                  atomic.Int64
+	hits, misses, dead, expired, deposited atomic.Uint64
+}
+
+// New returns an empty pool; it opens nothing.
+func New(cfg Config) *Pool {
+	if cfg.Size <= 0 {
+		cfg.Size = DefaultSize
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = netx.EstablishTimeout(0)
+	}
+	p := &Pool{cfg: cfg, now: cfg.Now, wake: make(chan struct{}, 1)}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// Get returns a pooled connection, fromPool true, or else a fresh one
+// dialed under ctx. A pooled connection is the youngest waiting, younger
+// than Idle, and one whose server has not closed it; the others met on the
+// way are closed.
+func (p *Pool) Get(ctx context.Context) (c net.Conn, fromPool bool, err error) {
+	for {
+		e, ok := p.take()
+		if !ok {
+			break
+		}
+		switch {
+		case p.now().Sub(e.at) >= p.cfg.Idle:
+			p.expired.Add(1)
+		case !usable(e.c):
+			p.dead.Add(1)
+		default:
+			p.hits.Add(1)
+			return e.c, true, nil
+		}
+		e.c.Close()
+	}
+	p.misses.Add(1)
+	c, err = p.cfg.Dial(ctx)
+	return c, false, err
+}
+
+// take pops the youngest pooled connection.
+func (p *Pool) take() (entry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.idle)
+	if n == 0 {
+		return entry{}, false
+	}
+	e := p.idle[n-1]
+	p.idle[n-1] = entry{}
+	p.idle = p.idle[:n-1]
+	p.nIdle.Store(int64(len(p.idle)))
+	return e, true
+}
+
+// Put deposits c, a fresh connection nothing was written to or read from:
+// its age counts from now. It reports whether the pool kept it; a full or
+// closed pool, or a connection that cannot be checked before use, closes
+// it.
+func (p *Pool) Put(c net.Conn) bool {
+	return p.put(c, p.epochNow())
+}
+
+func (p *Pool) epochNow() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epoch
+}
+
+// put deposits c dialed during epoch.
+func (p *Pool) put(c net.Conn, epoch uint64) bool {
+	if !canProbe || !usable(c) {
+		c.Close()
+		return false
+	}
+	now := p.now()
+	p.mu.Lock()
+	if p.closed || epoch != p.epoch || len(p.idle) >= p.cfg.Size {
+		p.mu.Unlock()
+		c.Close()
+		return false
+	}
+	p.idle = append(p.idle, entry{c: c, at: now})
+	p.nIdle.Store(int64(len(p.idle)))
+	p.deposited.Add(1)
+	if !p.reaping {
+		p.reaping = true
+		p.wg.Add(1)
+		go p.reap()
+	}
+	p.mu.Unlock()
+	p.poke()
+	return true
+}
+
+func (p *Pool) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Fill dials under ctx until n connections (at most Size) are pooled and
+// reports the first dial that failed. With Refresh, n is the level the
+// pool keeps from now on.
+func (p *Pool) Fill(ctx context.Context, n int) error {
+	n = min(n, p.cfg.Size)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	if p.cfg.Refresh {
+		p.level = n
+	}
+	p.mu.Unlock()
+	for {
+		p.mu.Lock()
+		missing, epoch := n-len(p.idle), p.epoch
+		p.mu.Unlock()
+		if missing <= 0 {
+			return nil
+		}
+		c, err := p.cfg.Dial(ctx)
+		if err != nil {
+			return err
+		}
+		if !p.put(c, epoch) {
+			return nil // full meanwhile, purged or closed
+		}
+	}
+}
+
+// Purge closes every pooled connection and stops the refresh until the
+// next Fill; a dial under way then closes what it brings. Connections
+// already handed out are the flows': untouched.
+func (p *Pool) Purge() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.level = nil, 0
+	p.epoch++
+	p.nIdle.Store(0)
+	p.mu.Unlock()
+	for _, e := range idle {
+		e.c.Close()
+	}
+	p.poke()
+}
+
+// Close purges the pool, refuses every later deposit, and waits for the
+// pool's goroutine. Get still dials. It is idempotent.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.Purge()
+	p.wg.Wait()
+}
+
+// Stats reads the pool's counts; it takes no lock.
+func (p *Pool) Stats() Stats {
+	return Stats{
+		Idle:      int(p.nIdle.Load()),
+		Size:      p.cfg.Size,
+		Hits:      p.hits.Load(),
+		Misses:    p.misses.Load(),
+		Dead:      p.dead.Load(),
+		Expired:   p.expired.Load(),
+		Deposited: p.deposited.Load(),
+	}
+}
+
+// reap closes the pooled connections as they reach Idle and, with
+// Refresh, dials their replacements. It runs while the pool holds any
+// connection or a level to keep, and ends when it is empty or closed.
+func (p *Pool) reap() {
+	defer p.wg.Done()
+	timer := time.NewTimer(p.cfg.Idle)
+	defer timer.Stop()
+	for {
+		now := p.now()
+		p.mu.Lock()
+		var old []entry
+		for len(p.idle) > 0 && now.Sub(p.idle[0].at) >= p.cfg.Idle {
+			old = append(old, p.idle[0])
+			p.idle[0] = entry{}
+			p.idle = p.idle[1:]
+		}
+		p.nIdle.Store(int64(len(p.idle)))
+		missing, epoch := p.level-len(p.idle), p.epoch
+		if p.closed || len(p.idle) == 0 && (missing <= 0 || len(old) == 0) {
+			p.reaping = false
+			p.mu.Unlock()
+			p.closeExpired(old)
+			return
+		}
+		var next time.Duration
+		if len(p.idle) > 0 {
+			next = p.idle[0].at.Add(p.cfg.Idle).Sub(now)
+		}
+		p.mu.Unlock()
+		p.closeExpired(old)
+		if len(old) > 0 {
+			// Replace the expired, up to the level: the loop then goes on
+			// for the replacements.
+			for range min(len(old), missing) {
+				if !p.refresh(epoch) {
+					break
+				}
+			}
+			continue
+		}
+		timer.Reset(next)
+		select {
+		case <-timer.C:
+		case <-p.wake:
+			timer.Stop() // since Go 1.23 no stale tick is left to drain
+		case <-p.ctx.Done():
+			p.endReap()
+			return
+		}
+	}
+}
+
+// endReap marks the reaper gone; Close has emptied the pool.
+func (p *Pool) endReap() {
+	p.mu.Lock()
+	p.reaping = false
+	p.mu.Unlock()
+}
+
+func (p *Pool) closeExpired(old []entry) {
+	for _, e := range old {
+		e.c.Close()
+	}
+	p.expired.Add(uint64(len(old)))
+}
+
+// refresh dials one replacement under Timeout and deposits it; it reports
+// whether it did.
+func (p *Pool) refresh(epoch uint64) bool {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeout)
+	defer cancel()
+	c, err := p.cfg.Dial(ctx)
+	if err != nil {
+		return false
+	}
+	return p.put(c, epoch)
+}
