@@ -16,9 +16,18 @@ import (
 )
 
 // idleCap is how long the measurement waits for a server to close a
-// connection that sent nothing: past Xray's default handshake timeout
-// (60 s in the Xray release tested; 4 s in V2Ray and earlier Xray).
-const idleCap = 70 * time.Second
+// connection that sent nothing. In the suite it is 10 s: past the 4 s
+// handshake policy (V2Ray's and earlier Xray's default) and three times
+// the pool's idle bound, which is what the check needs. Set
+// SWITCHYARD_IDLE_CAP (a duration, e.g. 70s) to wait past Xray's own
+// default (60 s in the release tested) and record every figure of
+// internal/connpool's package documentation.
+var idleCap = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("SWITCHYARD_IDLE_CAP")); err == nil && d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}()
 
 // idleInbound is a server config with one inbound of protocol on port,
 // over TLS when cert is set, with the server's default policies.
@@ -105,7 +114,7 @@ func idleClose(port int, withTLS bool) (time.Duration, bool, error) {
 // servers wait together: the test takes idleCap.
 func TestIdleFreshConnectionInterop(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits up to 70 s for each server to close an idle connection")
+		t.Skip("waits up to idleCap for each server to close an idle connection")
 	}
 	type result struct {
 		name   string
