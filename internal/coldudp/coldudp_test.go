@@ -239,10 +239,16 @@ func TestStartsAtTheAbsoluteOffsets(t *testing.T) {
 	r.release[4] <- outcome{v: 4}
 	out := r.run(context.Background(), 0)
 	r.waitStart(0, 0)
+	// Each failure is handed back before the clock moves on: an attempt
+	// still returning when the winner's drain aborts it is neutral.
+	r.waitBack(0)
 	for i, step := range []time.Duration{30, 50, 80, 80} {
 		r.waitTimers(2)
 		r.clock.Advance(step * ms)
 		r.waitStart(i+1, Offset(i+1))
+		if i+1 < 4 {
+			r.waitBack(i + 1)
+		}
 	}
 	p := r.result(out)
 	if p.err != nil || p.i != 4 || p.v != 4 {
