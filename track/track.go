@@ -56,9 +56,10 @@ type Snapshot struct {
 // Tracker holds the live flows. Its table is bounded by the number of live
 // flows: a flow leaves it when its conn or link is closed.
 type Tracker struct {
-	mu    sync.Mutex // guards flows and last
+	mu    sync.Mutex // guards flows, last and live
 	flows map[uint64]*meter
 	last  uint64 // the id given to the latest flow; ids start at 1
+	live  live   // the ordered index and the closed log (live.go)
 
 	sessions sessions  // session.go
 	users    users     // users.go
@@ -169,11 +170,14 @@ func (t *Tracker) add(m *meter, datagram bool) {
 	t.last++
 	m.id = t.last
 	t.flows[m.id] = m
+	t.live.index(m)
 	t.mu.Unlock()
 }
 
-func (t *Tracker) remove(id uint64) {
+// remove takes m out of the table once its close has returned.
+func (t *Tracker) remove(m *meter) {
 	t.mu.Lock()
-	delete(t.flows, id)
+	delete(t.flows, m.id)
+	t.live.unindex(m)
 	t.mu.Unlock()
 }
