@@ -13,8 +13,8 @@ import (
 )
 
 // benchRig is the API over a supervisor of baseConfig, served to the
-// benchmark's requests directly, and 10,000 flows in its tracker.
-func benchRig(b *testing.B) (*Server, []*track.Conn) {
+// caller's requests directly, and n flows in its tracker.
+func benchRig(b testing.TB, n int) (*Server, []*track.Conn) {
 	b.Helper()
 	s, _, err := config.Parse([]byte(strings.ReplaceAll(baseConfig, "WEB", "http://127.0.0.1:9")), "api-bench.toml")
 	if err != nil {
@@ -28,7 +28,7 @@ func benchRig(b *testing.B) (*Server, []*track.Conn) {
 		b.Fatal(err)
 	}
 	srv := New(sv, Options{Spec: s})
-	conns := make([]*track.Conn, 10000)
+	conns := make([]*track.Conn, n)
 	for i := range conns {
 		conns[i] = sv.Tracker().Conn(fakeMeta(i), nopConn{})
 	}
@@ -56,7 +56,7 @@ func (d *discardResponse) Write(p []byte) (int, error) { d.n += int64(len(p)); r
 // BenchmarkConnections10k is GET /connections, through the router and its
 // guards, with 10,000 open flows (each rendered once before the timer).
 func BenchmarkConnections10k(b *testing.B) {
-	srv, _ := benchRig(b)
+	srv, _ := benchRig(b, 10000)
 	req := httptest.NewRequest("GET", "/connections", nil)
 	req.Host = "127.0.0.1"
 	w := &discardResponse{h: http.Header{}}
@@ -73,7 +73,7 @@ func BenchmarkConnections10k(b *testing.B) {
 // stream with 10,000 open flows of which 100 moved since the message
 // before.
 func BenchmarkDeltaTick10k100changing(b *testing.B) {
-	srv, conns := benchRig(b)
+	srv, conns := benchRig(b, 10000)
 	f := newDeltaFeed(srv)
 	f.message(io.Discard)
 	var n countingWriter

@@ -323,3 +323,62 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	*w += countingWriter(len(p))
 	return len(p), nil
 }
+
+func FuzzDeltaInterval(f *testing.F) {
+	for _, s := range []string{"", "100", "60000", "99", "60001", "-1", "1e3", "99999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDeltaInterval(s)
+		if err == nil && (d < deltaIntervalMin || d > deltaIntervalMax) {
+			t.Fatalf("%q: %v accepted", s, d)
+		}
+	})
+}
+
+// Whatever a flow's names hold (quotes, control characters, bytes that are
+// not UTF-8: a sniffed host comes from the network), the listing and the
+// delta stream are valid JSON that decodes to those names as
+// encoding/json renders them.
+func FuzzConnectionsJSON(f *testing.F) {
+	f.Add("example.com", "alice", "sni.example")
+	f.Add("a\"b\\c", "\x00\x1f\u2028", "\xff\xfe")
+	srv, _ := benchRig(f, 0)
+	tr := srv.b.Tracker()
+	f.Fuzz(func(t *testing.T, host, user, sniffed string) {
+		m := fakeMeta(1)
+		m.Destination.Name, m.User, m.Sniffed = host, user, sniffed
+		m.Chain = []string{host, user}
+		feed := newDeltaFeed(srv)
+		feed.message(io.Discard)
+		c := tr.Conn(m, nopConn{})
+		defer c.Close()
+		c.ObserveRead(3)
+		var list, delta strings.Builder
+		if err := srv.writeSnapshot(&list); err != nil {
+			t.Fatal(err)
+		}
+		if err := feed.message(&delta); err != nil {
+			t.Fatal(err)
+		}
+		want := func(s string) string { var v string; b, _ := json.Marshal(s); json.Unmarshal(b, &v); return v }
+		var snap connsJSON
+		if err := json.Unmarshal([]byte(list.String()), &snap); err != nil || len(snap.Connections) != 1 {
+			t.Fatalf("listing %q: %v", list.String(), err)
+		}
+		var d deltaJSON
+		if err := json.Unmarshal([]byte(delta.String()), &d); err != nil || len(d.New) != 1 {
+			t.Fatalf("delta %q: %v", delta.String(), err)
+		}
+		shown := host // the host, else the sniffed name
+		if shown == "" {
+			shown = sniffed
+		}
+		for _, e := range append(snap.Connections, entries(t, d.New)...) {
+			if e.Metadata.Host != want(shown) || *e.Metadata.InboundUser != want(user) || *e.Metadata.SniffHost != want(sniffed) ||
+				e.Download != 3 || !slices.Equal(e.Chains, []string{want(user), want(host)}) {
+				t.Fatalf("entry %+v for %q %q %q", e, host, user, sniffed)
+			}
+		}
+	})
+}
