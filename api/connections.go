@@ -22,7 +22,8 @@ import (
 // chains, rule) is rendered to JSON once, the first time any reader lists
 // it, and kept with the flow in the tracker (track.Entry.SetMemo); a
 // listing then copies those bytes and appends the two counters, streaming
-// through a pooled buffer. Totals come from the tracker, which sums the
+// through a pooled buffer. What is kept is about 500 bytes a flow, and goes
+// with the flow. Totals come from the tracker, which sums the
 // bytes of every flow it closed, so they survive the flows they came from
 // to the last byte.
 
