@@ -382,3 +382,47 @@ func FuzzConnectionsJSON(f *testing.F) {
 		}
 	})
 }
+
+// A subscriber that stops reading is disconnected once a message has
+// waited wsWriteTimeout, and holds nothing up meanwhile: flows still open
+// and close, and other readers are served.
+func TestStalledSubscriberIsDropped(t *testing.T) {
+	r := newRig(t, Options{})
+	conns := openFake(r, 10000) // about 5 MB a message: the socket buffers fill at once
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	c := dialWS(t, r, "/connections?interval=100", nil)
+	time.Sleep(time.Second) // the server's writes now wait for a reader that does not read
+	at := time.Now()
+	for range 100 {
+		r.sv.Tracker().Conn(fakeMeta(0), nopConn{}).Close()
+	}
+	var other deltaJSON
+	o := dialWS(t, r, "/switchyard/v1/connections", nil)
+	o.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := o.ReadJSON(&other); err != nil || len(other.Connections) != len(conns) {
+		t.Fatalf("another subscriber: %d entries, %v", len(other.Connections), err)
+	}
+	if d := time.Since(at); d > 3*time.Second {
+		t.Fatalf("flows and another subscriber waited %v on a stalled one", d)
+	}
+	// Past the write's deadline, what was sent before the stall is still
+	// readable, then the end.
+	time.Sleep(time.Until(at.Add(wsWriteTimeout + time.Second)))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, m, err := c.NextReader()
+		if err == nil {
+			_, err = io.Copy(io.Discard, m)
+		}
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the stalled subscriber was not disconnected")
+			}
+			break
+		}
+	}
+}
