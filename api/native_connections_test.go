@@ -400,11 +400,11 @@ func TestStalledSubscriberIsDropped(t *testing.T) {
 	for range 100 {
 		r.sv.Tracker().Conn(fakeMeta(0), nopConn{}).Close()
 	}
-	var other deltaJSON
-	o := dialWS(t, r, "/switchyard/v1/connections", nil)
+	var other map[string]int64
+	o := dialWS(t, r, "/traffic", nil) // a stream whose messages are small, so it is not slow itself
 	o.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if err := o.ReadJSON(&other); err != nil || len(other.Connections) != len(conns) {
-		t.Fatalf("another subscriber: %d entries, %v", len(other.Connections), err)
+	if err := o.ReadJSON(&other); err != nil {
+		t.Fatalf("another subscriber: %v", err)
 	}
 	if d := time.Since(at); d > 3*time.Second {
 		t.Fatalf("flows and another subscriber waited %v on a stalled one", d)
