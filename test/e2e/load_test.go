@@ -33,9 +33,9 @@ const (
 	loadRSSBound = 2400 << 10 // KiB
 )
 
-// raiseFileLimit lifts the test process's descriptor limit (soft and hard,
-// which needs root or CAP_SYS_RESOURCE) to n for the test; the switchyard
-// it starts inherits it.
+// raiseFileLimit lifts the test process's soft descriptor limit to n for
+// the test (and the hard one when it is lower, which needs
+// CAP_SYS_RESOURCE); the switchyard it starts inherits it.
 func raiseFileLimit(t *testing.T, n uint64) {
 	t.Helper()
 	var orig syscall.Rlimit
@@ -94,7 +94,6 @@ func TestLoadTenThousandFlows(t *testing.T) {
 	apiPort := freeLoopbackPort(t)
 	upstream := vlessGRPCEcho(t)
 	p := start(t, fmt.Sprintf(`
-
 [api]
 listen = "127.0.0.1:%d"
 secret = "s3cret"
