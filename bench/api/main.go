@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"switchyard/internal/vlessecho"
 	"syscall"
 	"time"
 
@@ -154,11 +155,11 @@ func run(c *config, w io.Writer) error {
 		defer os.RemoveAll(dir)
 		c.work = dir
 	}
-	echo, err := startEcho(4 * c.flows)
+	echo, err := vlessecho.Start(4 * c.flows)
 	if err != nil {
 		return err
 	}
-	defer echo.close()
+	defer echo.Close()
 	fmt.Fprintf(w, "api: %d flows per router (SOCKS5 in, VLESS over gRPC out to a local echo); GET /connections ×%d; streams at interval %v with %d flows moving per second, CPU windows of %v ×%d\n",
 		c.flows, c.gets, c.interval, c.changing, c.window, c.rounds)
 	var results []result
@@ -183,9 +184,9 @@ func run(c *config, w io.Writer) error {
 	return nil
 }
 
-func measureRouter(c *config, name, bin, dir string, echo *echoServer) (result, error) {
+func measureRouter(c *config, name, bin, dir string, echo *vlessecho.Server) (result, error) {
 	res := result{router: name}
-	r, err := startRouter(name, bin, dir, echo.addr())
+	r, err := startRouter(name, bin, dir, echo.Addr())
 	if err != nil {
 		return res, err
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"switchyard/internal/vlessecho"
 	"sync"
 	"syscall"
 	"time"
@@ -51,7 +52,7 @@ transport = { type = "grpc", service_name = "load" }
 
 [route]
 final = "far"
-`, api, socks, up, flowUUID)), 0o644)
+`, api, socks, up, vlessecho.UUID)), 0o644)
 }
 
 func writeSingbox(path string, socks, api, prof int, up *net.TCPAddr) error {
@@ -66,7 +67,7 @@ func writeSingbox(path string, socks, api, prof int, up *net.TCPAddr) error {
     "debug": {"listen": "127.0.0.1:%d"}
   }
 }
-`, socks, up.Port, flowUUID, api, prof)), 0o644)
+`, socks, up.Port, vlessecho.UUID, api, prof)), 0o644)
 }
 
 // startRouter writes name's config into dir and runs it with no

@@ -1,16 +1,14 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
+	"switchyard/internal/vlessecho"
 	"sync"
 	"syscall"
 	"testing"
@@ -112,7 +110,7 @@ transport = { type = "grpc", service_name = "load" }
 
 [route]
 final = "far"
-`, apiPort, upstream, loadUUID))
+`, apiPort, upstream, vlessecho.UUID))
 	base := fmt.Sprintf("127.0.0.1:%d", apiPort)
 	const echo, echoPort = "echo.test:7", "7"
 
@@ -308,141 +306,20 @@ final = "far"
 	}
 }
 
-// The flows' far end. A TCP flow holds a descriptor at each of its ends in
+// The flows' far end: a TCP flow holds a descriptor at each of its ends in
 // every process it crosses, and the descriptor limit here may be no more
 // than 20,000 with no way to raise it (no CAP_SYS_RESOURCE): switchyard
 // cannot hold 10,000 client sockets and 10,000 upstream ones. So the flows
 // leave switchyard through VLESS over gRPC on cleartext HTTP/2, which
-// carries every flow as a stream of one shared connection, to the echo
-// server below, in this process, which answers each stream's VLESS header
-// and echoes its payload: switchyard holds one descriptor per flow, and
-// this process one per client.
-
-const loadUUID = "b831381d-6324-4d53-ad4f-8cda48b30811"
-
-// vlessGRPCEcho serves /load/Tun (gun mode) over h2c: each call is one
-// VLESS flow whose payload is echoed. Written apart from switchyard's own
-// codecs: a gRPC message is a flag byte, a 4-byte length and a protobuf
-// Hunk (field 1, bytes).
+// carries every flow as a stream of one shared connection, to
+// internal/vlessecho in this process: switchyard holds one descriptor per
+// flow, and this process one per client.
 func vlessGRPCEcho(t *testing.T) string {
 	t.Helper()
-	ln := listenTCP(t)
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	srv := &http.Server{
-		Handler:   http.HandlerFunc(serveVLESSEcho),
-		Protocols: &protocols,
-		HTTP2:     &http.HTTP2Config{MaxConcurrentStreams: 4 * loadFlows},
+	e, err := vlessecho.Start(4 * loadFlows)
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close(); <-done })
-	return ln.Addr().String()
-}
-
-func serveVLESSEcho(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/load/Tun" || r.ProtoMajor != 2 {
-		http.Error(w, "not a gun call", http.StatusNotFound)
-		return
-	}
-	w.Header().Set("Content-Type", "application/grpc")
-	w.Header().Set("Trailer", "Grpc-Status")
-	rc := http.NewResponseController(w)
-	in := bufio.NewReader(r.Body)
-	first := true
-	for {
-		data, err := readHunk(in)
-		if err != nil {
-			w.Header().Set("Grpc-Status", "0")
-			return
-		}
-		if first {
-			first = false
-			if data, err = skipVLESSRequest(data); err != nil {
-				w.Header().Set("Grpc-Status", "13")
-				return
-			}
-			if _, err := w.Write(hunk([]byte{0, 0})); err != nil { // version 0, no addons
-				return
-			}
-		}
-		if len(data) > 0 {
-			if _, err := w.Write(hunk(data)); err != nil {
-				return
-			}
-		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// readHunk reads one gRPC message and returns the Hunk's data.
-func readHunk(r *bufio.Reader) ([]byte, error) {
-	var head [5]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, err
-	}
-	msg := make([]byte, binary.BigEndian.Uint32(head[1:]))
-	if _, err := io.ReadFull(r, msg); err != nil {
-		return nil, err
-	}
-	if len(msg) == 0 {
-		return nil, nil
-	}
-	if msg[0] != 0x0a {
-		return nil, fmt.Errorf("hunk field tag %#x", msg[0])
-	}
-	n, k := binary.Uvarint(msg[1:])
-	if k <= 0 || uint64(len(msg)-1-k) < n {
-		return nil, errors.New("hunk length")
-	}
-	return msg[1+k : 1+k+int(n)], nil
-}
-
-// hunk frames data as one gRPC message of a Hunk.
-func hunk(data []byte) []byte {
-	pb := binary.AppendUvarint([]byte{0x0a}, uint64(len(data)))
-	pb = append(pb, data...)
-	out := make([]byte, 5, 5+len(pb))
-	binary.BigEndian.PutUint32(out[1:], uint32(len(pb)))
-	return append(out, pb...)
-}
-
-// skipVLESSRequest checks a VLESS TCP request header (version 0, the
-// load test's UUID, addons, command, port, address) and returns what
-// follows it. The header comes whole in the first message.
-func skipVLESSRequest(b []byte) ([]byte, error) {
-	bad := errors.New("not a VLESS request of the load test")
-	if len(b) < 18 || b[0] != 0 || fmt.Sprintf("%x-%x-%x-%x-%x", b[1:5], b[5:7], b[7:9], b[9:11], b[11:17]) != loadUUID {
-		return nil, bad
-	}
-	b = b[17:]
-	if len(b) < 1+int(b[0]) {
-		return nil, bad
-	}
-	b = b[1+int(b[0]):]
-	if len(b) < 4 || b[0] != 1 { // TCP
-		return nil, bad
-	}
-	b = b[3:] // command, port
-	switch b[0] {
-	case 1:
-		b = b[1:]
-		if len(b) < 4 {
-			return nil, bad
-		}
-		return b[4:], nil
-	case 2:
-		if len(b) < 2 || len(b) < 2+int(b[1]) {
-			return nil, bad
-		}
-		return b[2+int(b[1]):], nil
-	case 3:
-		if len(b) < 17 {
-			return nil, bad
-		}
-		return b[17:], nil
-	}
-	return nil, bad
+	t.Cleanup(e.Close)
+	return e.Addr().String()
 }

@@ -1,4 +1,8 @@
-package main
+// Package vlessecho is the far end of the load tests and benches that hold
+// many flows open: a VLESS server over gRPC ("gun") on cleartext HTTP/2
+// that answers each stream's VLESS header and echoes its payload. It is
+// written apart from switchyard's own codecs, so that it checks them.
+package vlessecho
 
 import (
 	"bufio"
@@ -10,32 +14,39 @@ import (
 	"net/http"
 )
 
-// The flows' far end. A TCP flow holds a descriptor at each of its ends in
+// Why this shape: a TCP flow holds a descriptor at each of its ends in
 // every process it crosses; where the hard descriptor limit is 20,000 and
 // cannot be raised, a router cannot hold 10,000 client sockets and 10,000
 // upstream ones. So both routers send the flows out through the same
 // VLESS outbound over gRPC ("gun") on cleartext HTTP/2, which carries every
 // flow as a stream of a shared connection, to this server: it answers each
 // stream's VLESS header and echoes its payload. A router then holds one
-// descriptor per flow, and so does this harness.
+// descriptor per flow, and so does the harness.
 
-const flowUUID = "b831381d-6324-4d53-ad4f-8cda48b30811"
+// UUID is the VLESS user the server accepts; ServiceName the gRPC service
+// name its path is made of (/load/Tun).
+const (
+	UUID        = "b831381d-6324-4d53-ad4f-8cda48b30811"
+	ServiceName = "load"
+)
 
-// echoServer serves /load/Tun over h2c until Close.
-type echoServer struct {
+// Server serves /load/Tun over h2c until Close.
+type Server struct {
 	ln   net.Listener
 	srv  *http.Server
 	done chan struct{}
 }
 
-func startEcho(maxStreams int) (*echoServer, error) {
+// Start serves on a loopback port, at most maxStreams streams on one
+// connection.
+func Start(maxStreams int) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
-	e := &echoServer{ln: ln, done: make(chan struct{}), srv: &http.Server{
+	e := &Server{ln: ln, done: make(chan struct{}), srv: &http.Server{
 		Handler:   http.HandlerFunc(serveVLESSEcho),
 		Protocols: &protocols,
 		HTTP2:     &http.HTTP2Config{MaxConcurrentStreams: maxStreams},
@@ -44,9 +55,11 @@ func startEcho(maxStreams int) (*echoServer, error) {
 	return e, nil
 }
 
-func (e *echoServer) addr() *net.TCPAddr { return e.ln.Addr().(*net.TCPAddr) }
+// Addr is the address the server listens on.
+func (e *Server) Addr() *net.TCPAddr { return e.ln.Addr().(*net.TCPAddr) }
 
-func (e *echoServer) close() { e.srv.Close(); <-e.done }
+// Close stops the server and waits for its serve loop.
+func (e *Server) Close() { e.srv.Close(); <-e.done }
 
 func serveVLESSEcho(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/load/Tun" || r.ProtoMajor != 2 {
@@ -127,7 +140,7 @@ func hunk(data []byte) []byte {
 // it; the header comes whole in the first message.
 func skipVLESSRequest(b []byte) ([]byte, error) {
 	bad := errors.New("not a VLESS request of the harness")
-	if len(b) < 18 || b[0] != 0 || fmt.Sprintf("%x-%x-%x-%x-%x", b[1:5], b[5:7], b[7:9], b[9:11], b[11:17]) != flowUUID {
+	if len(b) < 18 || b[0] != 0 || fmt.Sprintf("%x-%x-%x-%x-%x", b[1:5], b[5:7], b[7:9], b[9:11], b[11:17]) != UUID {
 		return nil, bad
 	}
 	b = b[17:]
