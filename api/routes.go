@@ -52,6 +52,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/configs", s.getConfigs)
 		r.Patch("/configs", s.patchConfigs)
 		r.Put("/configs", s.putConfigs)
+		r.Post("/restart", s.restart)
 		r.Get("/logs", s.logs)
 		r.Get("/rules", s.rules)
 		s.nativeRoutes(r)
