@@ -25,10 +25,12 @@ const secret = "dash-s3cret"
 
 // config is a switchyard with the API (and metacubexd at /ui/) on apiPort,
 // a SOCKS inbound whose flows go to the selector "pick", and two SOCKS
-// nodes that work on loopback: each is an outbound to a second SOCKS
-// inbound of the same process, whose flows go direct. "auto" is a URLTest
-// group over both; health probes fetch probeURL through each node.
-func config(apiPort, upA, upB int, probeURL, ui string) string {
+// nodes on loopback: the inbounds up-a and up-b of a second switchyard
+// (upstream), whose flows go direct. The nodes are in a process of their
+// own so that whatever the first one's mode routes (global mode routes
+// every flow, as mihomo's does), the nodes' flows leave it. "auto" is a
+// URLTest group over both; health probes fetch probeURL through each node.
+func config(apiPort, upA, upB int, probeURL, ui, state string) string {
 	return fmt.Sprintf(`
 [log]
 level = "debug"
@@ -39,7 +41,7 @@ secret = %q
 external_ui = %q
 
 [state]
-path = ""
+path = %q
 
 [health]
 tcp_check_url = [%q]
@@ -52,16 +54,6 @@ check_timeout = "5s"
 tag = "socks-in"
 type = "socks"
 listen = "127.0.0.1:0"
-
-[[inbounds]]
-tag = "up-a"
-type = "socks"
-listen = "127.0.0.1:%d"
-
-[[inbounds]]
-tag = "up-b"
-type = "socks"
-listen = "127.0.0.1:%d"
 
 [[outbounds]]
 tag = "node-a"
@@ -86,11 +78,29 @@ members = ["node-a", "node-b"]
 
 [route]
 final = "pick"
+`, apiPort, secret, ui, state, probeURL, upA, upB)
+}
 
-[[rules]]
-inbound = ["up-a", "up-b"]
-outbound = "direct"
-`, apiPort, secret, ui, probeURL, upA, upB, upA, upB)
+// upstream is the switchyard the nodes of config lead to: two SOCKS
+// inbounds whose flows go direct.
+func upstream(upA, upB int) string {
+	return fmt.Sprintf(`
+[state]
+path = ""
+
+[[inbounds]]
+tag = "up-a"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[[inbounds]]
+tag = "up-b"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[route]
+final = "direct"
+`, upA, upB)
 }
 
 // probeServer answers the health probes and delay tests with 204 after a
@@ -178,7 +188,9 @@ func TestMetacubexd(t *testing.T) {
 	for "http://127.0.0.1:"+strconv.Itoa(apiPort) == defaultBackend {
 		apiPort = freeLoopbackPort(t)
 	}
-	p := start(t, config(apiPort, freeLoopbackPort(t), freeLoopbackPort(t), probe.URL+"/generate_204", ui))
+	upA, upB := freeLoopbackPort(t), freeLoopbackPort(t)
+	start(t, upstream(upA, upB))
+	p := start(t, config(apiPort, upA, upB, probe.URL+"/generate_204", ui, filepath.Join(t.TempDir(), "state.db")))
 	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -201,6 +213,7 @@ func TestMetacubexd(t *testing.T) {
 
 	proxiesPage(t, b, probe, api)
 	connectionsPage(t, b, p, api, echoPort)
+	modePage(t, b, p, api)
 	logsPage(t, b, p, api)
 }
 
@@ -284,8 +297,7 @@ func connectionsPage(t *testing.T, b *browser, p *proc, api string, echoPort int
 	c, keep := flow(target), flow(other)
 
 	b.do("opening the connections page", chromedp.Navigate(api+"/ui/#/connections"))
-	// rowJS finds the row of the flow to host through pick and node-b (the
-	// rows of the nodes' own flows to their upstream inbounds go direct).
+	// rowJS finds the row of the flow to host through pick and node-b.
 	rowJS := func(host string) string {
 		q, _ := json.Marshal(host)
 		return `[...document.querySelectorAll('tr')].find(r => r.innerText.includes(` + string(q) +
