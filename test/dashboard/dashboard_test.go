@@ -215,6 +215,9 @@ func TestMetacubexd(t *testing.T) {
 	connectionsPage(t, b, p, api, echoPort)
 	modePage(t, b, p, api)
 	logsPage(t, b, p, api)
+	otherPages(b, api)
+	restartCore(t, b, p, api)
+	b.requireAnswered()
 }
 
 // proxiesPage: (a) the groups and their members are listed, and a delay
@@ -365,4 +368,16 @@ func logsPage(t *testing.T, b *browser, p *proc, api string) {
 	b.waitText("the selector switch's and the reload's log lines on the logs page",
 		"selector choice changed", "member=node-b", "reloading the configuration", "reload applied")
 	b.shot("logs")
+}
+
+// otherPages: (g) the rules page lists the final as Match to pick, and
+// the data-usage page renders; what they ask of the API is answered (see
+// requireAnswered).
+func otherPages(b *browser, api string) {
+	b.do("opening the rules page", chromedp.Navigate(api+"/ui/#/rules"))
+	b.waitText("the final on the rules page", "Match", "pick")
+	b.shot("rules")
+	b.do("opening the data-usage page", chromedp.Navigate(api+"/ui/#/traffic"))
+	b.waitText("the data-usage page", "Data Usage")
+	b.shot("traffic")
 }
