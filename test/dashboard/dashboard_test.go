@@ -172,8 +172,12 @@ func apiGet(t *testing.T, url string, v any) {
 // The built metacubexd, served by switchyard at /ui/ and driven in headless
 // Chromium as a user would: it connects with the secret, lists the groups
 // and their members, shows the delays of a delay test started from the
-// page, switches the selector on a click, lists a live flow and shows the
-// process's log lines. Everything is asserted from the rendered page.
+// page, switches the selector on a click, lists a live flow, switches the
+// running mode and GLOBAL's choice (the next flows' rows following them),
+// shows the process's log lines, the rules and the data usage, and
+// restarts the core, after which it connects again. Everything is
+// asserted from the rendered page, and every API request the page makes
+// must be answered (requireAnswered).
 func TestMetacubexd(t *testing.T) {
 	ui, err := filepath.Abs(filepath.Join("testdata", "metacubexd"))
 	if err != nil {
