@@ -382,6 +382,6 @@ func otherPages(b *browser, api string) {
 	b.waitText("the final on the rules page", "Match", "pick")
 	b.shot("rules")
 	b.do("opening the data-usage page", chromedp.Navigate(api+"/ui/#/traffic"))
-	b.waitText("the data-usage page", "Data Usage")
+	b.waitText("the data-usage page", "Time Range", "Data Retention", "TRAFFIC")
 	b.shot("traffic")
 }
