@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,13 +18,18 @@ type restartError struct{ exe string }
 func (e restartError) Error() string { return "restart " + e.exe }
 
 // requestRestart begins a restart (the API's POST /restart, mihomo's
-// restart): the binary is resolved now, so that one that cannot be found
-// is the answer's error, and handed to the serve loop, which stops the
-// process as on SIGTERM and returns it. Only the first request counts.
+// restart): the binary is resolved now, so that one that is gone or not
+// executable is the answer's error and the process keeps serving, and
+// handed to the serve loop, which stops the process as on SIGTERM and
+// returns it. Only the first request counts.
 func requestRestart(restarts chan<- string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	const xOK = 1 // access(2)'s X_OK
+	if err := syscall.Access(exe, xOK); err != nil {
+		return fmt.Errorf("%s: %w", exe, err)
 	}
 	select {
 	case restarts <- exe:

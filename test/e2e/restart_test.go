@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -144,4 +145,92 @@ func echoFlow(t *testing.T, proxy, echo string) net.Conn {
 		t.Fatalf("echo through %s: %q %v", proxy, b, err)
 	}
 	return c
+}
+
+// restartConfig is an API and a SOCKS inbound going direct.
+func restartConfig(t *testing.T, apiPort int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "switchyard.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`
+[api]
+listen = "127.0.0.1:%d"
+secret = "s3cret"
+
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:0"
+`, apiPort)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ownBinary is a copy of the switchyard binary that the test may remove
+// or replace.
+func ownBinary(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "switchyard")
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A restart whose binary is gone is refused before anything stops: a 500
+// naming it, and the process keeps serving.
+func TestRestartRefusedWithoutItsBinary(t *testing.T) {
+	apiPort := freeLoopbackPort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
+	exe := ownBinary(t)
+	p := startCmd(t, exec.Command(exe, "run", "-c", restartConfig(t, apiPort)))
+	waitAPI(t, base)
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	code, body := apiCall(t, http.MethodPost, base+"/restart", "")
+	if code != http.StatusInternalServerError || !strings.Contains(body, exe) {
+		t.Fatalf("POST /restart with the binary removed: %d %s", code, body)
+	}
+	waitAPI(t, base)
+	echoFlow(t, p.addr("socks-in"), echoServer(t)).Close()
+	if strings.Contains(p.logs.String(), "stopping") {
+		t.Fatalf("the process stopped for a refused restart:\n%s", p.logs)
+	}
+}
+
+// When the exec itself fails (the binary was replaced by a file that is
+// executable but no program), the process, stopped already, says so and
+// exits non-zero.
+func TestRestartExitsWhenTheExecFails(t *testing.T) {
+	apiPort := freeLoopbackPort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
+	exe := ownBinary(t)
+	p := startCmd(t, exec.Command(exe, "run", "-c", restartConfig(t, apiPort)))
+	waitAPI(t, base)
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := apiCall(t, http.MethodPost, base+"/restart", ""); code != http.StatusOK {
+		t.Fatalf("POST /restart: %d %s", code, body)
+	}
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("after a failed exec: %v, want exit status 1:\n%s", err, p.logs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the process did not exit after its exec failed:\n%s", p.logs)
+	}
+	if !strings.Contains(p.logs.String(), "restart failed: the process has stopped") {
+		t.Fatalf("no word of the failed exec in the log:\n%s", p.logs)
+	}
 }
