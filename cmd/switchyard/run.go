@@ -140,9 +140,9 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
 // with reload and applies it. A restart the API asks for stops it as
 // SIGTERM does, then serve returns a restartError for its caller to
-// execute the binary again (restart.go). The API starts before the supervisor's
-// inbounds and stops before the supervisor; a reload does not move it
-// (its listen, secret and origins are read at start).
+// execute the binary again (restart.go). The API starts before the
+// supervisor's inbounds and stops before the supervisor; a reload does not
+// move it (its listen, secret and origins are read at start).
 func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
