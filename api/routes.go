@@ -55,6 +55,7 @@ func (s *Server) routes() http.Handler {
 		r.Post("/restart", s.restart)
 		r.Get("/logs", s.logs)
 		r.Get("/rules", s.rules)
+		r.Patch("/rules/disable", s.disableRules)
 		s.nativeRoutes(r)
 		s.metricsRoutes(r)
 		r.Get("/dns/query", s.queryDNS)
