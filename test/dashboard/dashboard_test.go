@@ -30,7 +30,8 @@ const secret = "dash-s3cret"
 // own so that whatever the first one's mode routes (global mode routes
 // every flow, as mihomo's does), the nodes' flows leave it. "auto" is a
 // URLTest group over both; health probes fetch probeURL through each node.
-func config(apiPort, upA, upB int, probeURL, ui, state string) string {
+// Flows to rulePort go to node-a by a rule.
+func config(apiPort, upA, upB, rulePort int, probeURL, ui, state string) string {
 	return fmt.Sprintf(`
 [log]
 level = "debug"
@@ -78,7 +79,11 @@ members = ["node-a", "node-b"]
 
 [route]
 final = "pick"
-`, apiPort, secret, ui, state, probeURL, upA, upB)
+
+[[rules]]
+port = [%d]
+outbound = "node-a"
+`, apiPort, secret, ui, state, probeURL, upA, upB, rulePort)
 }
 
 // upstream is the switchyard the nodes of config lead to: two SOCKS
@@ -194,7 +199,8 @@ func TestMetacubexd(t *testing.T) {
 	}
 	upA, upB := freeLoopbackPort(t), freeLoopbackPort(t)
 	start(t, upstream(upA, upB))
-	p := start(t, config(apiPort, upA, upB, probe.URL+"/generate_204", ui, filepath.Join(t.TempDir(), "state.db")))
+	rulePort := echoServer(t)
+	p := start(t, config(apiPort, upA, upB, rulePort, probe.URL+"/generate_204", ui, filepath.Join(t.TempDir(), "state.db")))
 	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -219,6 +225,7 @@ func TestMetacubexd(t *testing.T) {
 	connectionsPage(t, b, p, api, echoPort)
 	modePage(t, b, p, api)
 	logsPage(t, b, p, api)
+	rulesPage(t, b, p, api, rulePort)
 	otherPages(b, api)
 	restartCore(t, b, p, api)
 	b.requireAnswered()
@@ -374,13 +381,9 @@ func logsPage(t *testing.T, b *browser, p *proc, api string) {
 	b.shot("logs")
 }
 
-// otherPages: (g) the rules page lists the final as Match to pick, and
-// the data-usage page renders; what they ask of the API is answered (see
-// requireAnswered).
+// otherPages: (h) the data-usage page renders; what it asks of the API
+// is answered (see requireAnswered).
 func otherPages(b *browser, api string) {
-	b.do("opening the rules page", chromedp.Navigate(api+"/ui/#/rules"))
-	b.waitText("the final on the rules page", "Match", "pick")
-	b.shot("rules")
 	b.do("opening the data-usage page", chromedp.Navigate(api+"/ui/#/traffic"))
 	b.waitText("the data-usage page", "Time Range", "Data Retention", "TRAFFIC")
 	b.shot("traffic")

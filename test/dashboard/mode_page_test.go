@@ -54,25 +54,31 @@ func (b *browser) switchMode(api, label string) {
 		m := b.shownMode()
 		return m == label, "shown: " + m
 	})
-	var cfg struct {
-		Mode string `json:"mode"`
-	}
-	apiGet(b.t, api+"/configs", &cfg)
-	if cfg.Mode != strings.ToLower(label) {
-		b.t.Fatalf("GET /configs: mode %q after %s was chosen in the page", cfg.Mode, label)
-	}
+	// The page shows the choice at once, before its PATCH is answered.
+	b.waitFor("GET /configs to report the mode "+label+" chosen in the page", func() (bool, string) {
+		var cfg struct {
+			Mode string `json:"mode"`
+		}
+		apiGet(b.t, api+"/configs", &cfg)
+		return cfg.Mode == strings.ToLower(label), "mode: " + cfg.Mode
+	})
+	b.waitFor("the page to keep showing "+label+" (a refused PATCH reverts it)", func() (bool, string) {
+		return b.shownMode() == label, "shown: " + b.shownMode()
+	})
 }
 
 // conns are the open flows as GET /connections lists them.
 type conns struct {
-	Connections []struct {
-		Chains   []string `json:"chains"`
-		Rule     string   `json:"rule"`
-		Metadata struct {
-			InboundName     string `json:"inboundName"`
-			DestinationPort string `json:"destinationPort"`
-		} `json:"metadata"`
-	} `json:"connections"`
+	Connections []connJSON `json:"connections"`
+}
+
+type connJSON struct {
+	Chains   []string `json:"chains"`
+	Rule     string   `json:"rule"`
+	Metadata struct {
+		InboundName     string `json:"inboundName"`
+		DestinationPort string `json:"destinationPort"`
+	} `json:"metadata"`
 }
 
 // chainTo is the chain (leaf first) of the flow from socks-in to port.
