@@ -203,7 +203,7 @@ func TestMetacubexd(t *testing.T) {
 	p := start(t, config(apiPort, upA, upB, rulePort, probe.URL+"/generate_204", ui, filepath.Join(t.TempDir(), "state.db")))
 	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	b := newBrowser(t, ctx, api)
 
