@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"switchyard/netx"
 )
 
 // ruleSwitch holds the rules switched off at run time (mihomo's PATCH
@@ -53,6 +55,17 @@ func (p *Plane) Disabled() []bool {
 		copy(out, *cur)
 	}
 	return out
+}
+
+// routeSkipping is Route's rule loop past the rules switched off (off),
+// apart so that the loop with none off checks nothing.
+func (p *Plane) routeSkipping(f *netx.Flow, off []bool) (*Target, int) {
+	for i := range p.Rules {
+		if !off[i] && p.Rules[i].Match.Match(f) {
+			return p.Rules[i].Target, i
+		}
+	}
+	return p.Final, Final
 }
 
 // offRules is the switched-off table Route reads, nil when none is off.

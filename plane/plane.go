@@ -166,11 +166,10 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 			return p.blocked(f, p.Direct, RoutedDirect)
 		}
 	}
-	off := p.offRules()
+	if off := p.offRules(); off != nil {
+		return p.routeSkipping(f, off)
+	}
 	for i := range p.Rules {
-		if off != nil && off[i] {
-			continue
-		}
 		if p.Rules[i].Match.Match(f) {
 			return p.Rules[i].Target, i
 		}
