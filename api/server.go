@@ -106,6 +106,12 @@ type Options struct {
 	// from payload, or (both empty) the file the process runs. A refusal
 	// leaves the running configuration serving and is its error.
 	Reload func(path string, payload []byte) error
+	// Restart, when set, begins a restart of the process (POST /restart):
+	// it returns at once, nil once the restart is under way, and the
+	// process then stops as on SIGTERM (Close among it, which lets the
+	// answer go out first) and executes its binary again. Without it
+	// POST /restart is 501.
+	Restart func() error
 	// Logs, when set, is the hub of the process's log records: /logs
 	// streams them.
 	Logs *LogHub
