@@ -87,6 +87,8 @@ type Backend interface {
 	// BalancerStatus is the balancer tag's current member and its
 	// members' health.
 	BalancerStatus(tag string) (balancer.Status, bool)
+	// Listening is the address the inbound tag is bound to; nil when none.
+	Listening(tag string) net.Addr
 }
 
 // Options are the API's settings.
