@@ -12,7 +12,9 @@ var _ outbound.Warmer = (*Outbound)(nil)
 // Warm readies what the transport keeps between flows: over plain TCP or
 // TLS a pooled server connection, over gRPC the HTTP/2 connection
 // (outbound.Warmer).
-func (o *Outbound) Warm(ctx context.Context, keep bool) (bool, error) { return o.dialer.Warm(ctx, keep) }
+func (o *Outbound) Warm(ctx context.Context, keep bool) (bool, error) {
+	return o.dialer.Warm(ctx, keep)
+}
 
 // Cool lets go of what Warm keeps; open flows are not cut.
 func (o *Outbound) Cool() { o.dialer.Cool() }
