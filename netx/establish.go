@@ -133,6 +133,10 @@ func MarkPooled(ctx context.Context) {
 	}
 }
 
+// Establishing reports whether ctx runs under an establishment: a flow's
+// dial (or a warm-up's), not a probe's.
+func Establishing(ctx context.Context) bool { return establishmentOf(ctx) != nil }
+
 // TakePooled reports whether the dial since the last TakePooled took a
 // pooled connection (MarkPooled), and clears the mark for the next dial of
 // the establishment (a retry on another member).

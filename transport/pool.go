@@ -45,11 +45,17 @@ func newPool(d *Dialer, connect time.Duration) *connpool.Pool {
 	return connpool.New(connpool.Config{Dial: d.connect, Refresh: true, Timeout: netx.EstablishTimeout(connect)})
 }
 
-// fromPool is a plain TCP transport's Dial: a pooled connection when one
-// is ready, else a fresh one. A pool hit is no physical connect, but the
-// protocol handshake the caller runs on it next is: it takes the dial's
-// admission permit here, and marks the dial as a pool hit for health.
+// fromPool is a plain TCP transport's Dial: for a flow's dial (one under
+// an establishment) a pooled connection when one is ready, else a fresh
+// one. A pool hit is no physical connect, but the protocol handshake the
+// caller runs on it next is: it takes the dial's admission permit here,
+// and marks the dial as a pool hit for health. A dial outside an
+// establishment (a health probe, a delay test) always connects afresh: it
+// measures the path, and leaves the warm connection to a flow.
 func (d *Dialer) fromPool(ctx context.Context) (net.Conn, error) {
+	if !netx.Establishing(ctx) {
+		return d.connect(ctx)
+	}
 	c, hit, err := d.pool.Get(ctx)
 	if err != nil {
 		return nil, err
