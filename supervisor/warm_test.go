@@ -191,7 +191,9 @@ func (s *trojanServer) probed() bool {
 	return false
 }
 
-func (r *trojanRig) spec(w spec.Warmup) *spec.Spec { return trojanSpec(r.srv.ln.Addr().String(), r.check, w) }
+func (r *trojanRig) spec(w spec.Warmup) *spec.Spec {
+	return trojanSpec(r.srv.ln.Addr().String(), r.check, w)
+}
 
 // flowThrough opens a flow to a TCP echo through sv and checks it echoes.
 func flowThrough(t *testing.T, sv *Supervisor) {
