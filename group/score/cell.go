@@ -139,6 +139,9 @@ func (c *cell) rx(at int64, id uint64) {
 	if at <= c.fence {
 		return
 	}
+	if c.cohortN > 0 && c.cohortAt-at >= int64(CohortGap) {
+		return // flushed late, across the cohort's expired support
+	}
 	if c.cohortN > 0 && at-c.cohortAt >= int64(CohortGap) {
 		c.cohortN = 0
 	}

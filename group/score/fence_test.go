@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"switchyard/group/score"
+	"switchyard/netx"
 )
 
 func TestNodeFailureFencesTargetsAndProbes(t *testing.T) {
@@ -144,5 +145,49 @@ func TestSharedEpisodeCountsEachFlowOnce(t *testing.T) {
 	flows[2].Fail(h.now(), score.Failure{Kind: score.StreamReset})
 	if !h.view(a).Exact.Hard {
 		t.Fatal("an independent failure did not reopen the cell")
+	}
+}
+
+// evictAggregates pushes every aggregate cell of grp out of its table,
+// leaving the exact cells in theirs.
+func evictAggregates(h *harness, nodes int) {
+	ms := members(nodes)
+	for i := range score.AggregateCells {
+		ms = append(ms, score.Member{Group: score.GroupID{0xee, byte(i >> 8), byte(i)}, Node: node(1), Incarnation: 1})
+	}
+	h.s.Reload(h.now(), ms)
+	for _, m := range ms[nodes:] {
+		sc := scope(netx.Addr{}, 1)
+		sc.Group = m.Group
+		h.begin(sc).Cancel(h.now()) // a global and a family cell each
+	}
+}
+
+// A flow whose global aggregate was evicted still reports under the node's
+// current record: its exact cell applies a node failure recorded since on
+// the recreated aggregate before its RX, so the RX joins the post-failure
+// cohort; and its own node failure still fences its cells.
+func TestReporterOutlivesItsAggregate(t *testing.T) {
+	h := newHarness(t, 1)
+	a, b := scope(target(1), 1), scope(target(2), 1)
+	r := h.open(a)
+	evictAggregates(h, 1)
+	h.clk.Advance(time.Second)
+	h.fail(b, score.SharedCarrier) // recreates the node's aggregates
+	h.clk.Advance(time.Second)
+	r.Progress(h.now(), 0, 1)
+	for range 3 {
+		h.live(a)
+	}
+	if v := h.view(a); v.Exact.Hard {
+		t.Fatalf("the old reporter's RX after the failure did not count: %+v", v.Exact)
+	}
+
+	h2 := newHarness(t, 1)
+	r = h2.open(a)
+	evictAggregates(h2, 1)
+	r.Fail(h2.now(), score.Failure{Kind: score.ProxyAuth})
+	if v := h2.view(a); !v.Exact.Hard || v.Global.Present {
+		t.Fatalf("a node failure of a reporter without its aggregate: %+v", v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"switchyard/group/score"
+	"switchyard/netx"
 )
 
 func TestRecoveryByFourDistinctReporters(t *testing.T) {
@@ -157,6 +158,11 @@ func TestNoAvailabilityFromProbesTXOrEarlyRX(t *testing.T) {
 		r.Setup(h.now())
 		r.Progress(h.now(), 10, 0)
 		r.Cancel(h.now())
+		r = h.begin(sc) // TX, then RX, both before setup
+		r.Progress(h.now(), 10, 0)
+		r.Progress(h.now(), 0, 10)
+		r.Setup(h.now().Add(time.Millisecond))
+		r.Cancel(h.now().Add(time.Millisecond))
 		r = h.open(sc) // TX-only
 		r.Progress(h.now(), 1<<20, 0)
 		r.Settle(h.now())
@@ -210,5 +216,38 @@ func TestThrottledRXFlushedAtItsEventTime(t *testing.T) {
 	v := h.view(sc)
 	if v.Exact.Hard || !v.Exact.LeaseUntil.Equal(rxAt.Add(score.Lease)) {
 		t.Fatalf("flushed RX (after the failure at %v) did not recover at its event time %v: %+v", failAt, rxAt, v.Exact)
+	}
+}
+
+// RX flushed at settlement long after the cohort moved on does not join it
+// across its expired support.
+func TestLateFlushDoesNotJoinAcrossExpiredSupport(t *testing.T) {
+	h := newHarness(t, 1)
+	sc := scope(target(1), 1)
+	h.fail(sc, score.TargetPath)
+	h.clk.Advance(time.Second)
+	slow := h.live(sc)
+	h.clk.Advance(500 * time.Millisecond)
+	slow.Progress(h.now(), 0, 1) // suppressed, flushed at settlement
+	h.clk.Advance(2 * score.CohortGap)
+	for range 3 {
+		h.live(sc)
+	}
+	slow.Settle(h.now())
+	if !h.view(sc).Exact.Hard {
+		t.Fatal("RX two minutes old joined the current cohort")
+	}
+}
+
+func TestTargetlessRXEarnsNoAvailability(t *testing.T) {
+	h := newHarness(t, 1)
+	tl := scope(netx.Addr{}, 1)
+	h.fail(tl, score.UnknownPreSetup)
+	h.clk.Advance(time.Second)
+	for range 8 {
+		h.useful(tl)
+	}
+	if v := h.view(tl); !v.Global.Hard || v.Global.Usable || v.Global.Successes != 0 {
+		t.Fatalf("targetless work earned availability: %+v", v.Global)
 	}
 }

@@ -123,3 +123,33 @@ func TestBeginRefusesBadTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestReloadClearsProbeBaseline(t *testing.T) {
+	h := newHarness(t, 1)
+	sc := scope(target(1), 1)
+	started := h.now()
+	h.s.RecordProbe(grp, sc.Network, sc.Node, started, 25*time.Millisecond, true)
+	if !h.view(sc).Probe.Valid {
+		t.Fatal("probe not recorded")
+	}
+	h.clk.Advance(time.Second)
+	h.s.Reload(h.now(), members(1))
+	if p := h.view(sc).Probe; p.Valid || p.RTT != 0 {
+		t.Fatalf("the baseline survived the reload: %+v", p)
+	}
+	// An observation of the old generation (started before the reload)
+	// is rejected; a new one is taken.
+	h.s.RecordProbe(grp, sc.Network, sc.Node, started, 25*time.Millisecond, true)
+	if h.view(sc).Probe.Valid {
+		t.Fatal("an old-generation probe was accepted")
+	}
+	h.s.RecordProbe(grp, sc.Network, sc.Node, h.now().Add(time.Millisecond), 25*time.Millisecond, true)
+	if !h.view(sc).Probe.Valid {
+		t.Fatal("a new probe was rejected")
+	}
+	// A late old-generation failure does not overwrite it.
+	h.s.RecordProbe(grp, sc.Network, sc.Node, started, 0, false)
+	if !h.view(sc).Probe.Valid {
+		t.Fatal("an old-generation probe failure invalidated the new slot")
+	}
+}

@@ -17,9 +17,10 @@ const RXInterval = time.Second
 // (an old reporter never recreates a cell). Every method takes the event's
 // own time and is safe for concurrent use.
 //
-// Only a Reporter earns availability: its eligible RX is positive RX at
-// or after both its setup and its first positive TX. Probes, warm-up,
-// TX-only work and RX before setup earn none.
+// Only a targeted Reporter earns availability: its eligible RX is
+// positive RX at or after both its setup and its first positive TX.
+// Probes, warm-up, targetless work, TX-only work and RX before setup earn
+// none.
 type Reporter struct {
 	s         *Scorer
 	id        uint64
@@ -112,7 +113,7 @@ func (r *Reporter) Progress(at time.Time, tx, rx int64) {
 // rxLocked handles positive RX at t: eligible RX publishes now or, inside
 // the throttle interval, waits for the next publishable RX or settlement.
 func (r *Reporter) rxLocked(t int64) {
-	if r.setupAt == 0 || t < r.setupAt || r.txAt == 0 || t < r.txAt {
+	if !r.hasTarget || r.setupAt == 0 || t < r.setupAt || r.txAt == 0 || t < r.txAt {
 		return
 	}
 	if r.lastRX != 0 && t-r.lastRX < int64(RXInterval) {
