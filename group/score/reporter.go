@@ -29,10 +29,10 @@ type Reporter struct {
 	cells     [3]*cell // global, family, exact (nil when targetless)
 
 	// Guarded by s.mu.
-	setupAt, txAt, respAt int64
-	lastRX                int64 // latest published eligible RX
-	pendingRX             int64 // a suppressed eligible RX, flushed later
-	settled               bool
+	setupAt, txAt int64
+	lastRX        int64 // latest published eligible RX
+	pendingRX     int64 // a suppressed eligible RX, flushed later
+	settled       bool
 }
 
 // String prints nothing that identifies the node or the target.
@@ -80,18 +80,15 @@ func (r *Reporter) Setup(at time.Time) {
 	}
 }
 
-// Response records the flow's first response byte at at: positive RX.
+// Response records the flow's first response byte at at: positive RX,
+// the same evidence as Progress with rx > 0.
 func (r *Reporter) Response(at time.Time) {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	if r.settled {
 		return
 	}
-	t := at.UnixNano()
-	if r.respAt == 0 {
-		r.respAt = t
-	}
-	r.rxLocked(t)
+	r.rxLocked(at.UnixNano())
 }
 
 // Progress records tx accepted and rx delivered bytes at at.
