@@ -27,7 +27,7 @@ type cell struct {
 
 	// Numeric evidence, decayed with HalfLife. Failures count every
 	// failure; setupFails is the subset before setup, which weighs extra.
-	attempts, successes, failures, setupFails decayed
+	ev evidence
 
 	// Hard failure state. fence is the latest applied failure or reload:
 	// availability RX and completions count only strictly after it.
@@ -166,7 +166,7 @@ func (c *cell) rx(at int64, id uint64) {
 // complete records a useful completion at at whose latest eligible RX was
 // at lastRX.
 func (c *cell) complete(at, lastRX int64) {
-	c.successes.add(at, 1)
+	c.ev.add(successes, at, 1)
 	if lastRX <= c.fence || at <= c.fence {
 		return
 	}

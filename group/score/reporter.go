@@ -190,9 +190,9 @@ func (r *Reporter) Fail(at time.Time, f Failure) {
 		g.recordNode(t, ep, r.s.next())
 	}
 	r.live(func(i int, c *cell) {
-		c.failures.add(t, 1)
+		c.ev.add(failures, t, 1)
 		if pre {
-			c.setupFails.add(t, 1)
+			c.ev.add(setupFails, t, 1)
 		}
 		// Children learn a node failure from the global aggregate's
 		// record (live syncs them); with that cell evicted, directly.

@@ -179,7 +179,7 @@ func (s *Scorer) Begin(sc Scope, at time.Time) (*Reporter, error) {
 	r.cells[0], r.cells[1], r.cells[2] = s.cells(k, hasTarget, inc)
 	for _, c := range r.cells {
 		if c != nil {
-			c.attempts.add(t, 1)
+			c.ev.add(attempts, t, 1)
 		}
 	}
 	return r, nil

@@ -48,12 +48,13 @@ func layerOf(c *cell, now int64) Layer {
 	if c == nil {
 		return Layer{}
 	}
+	v := c.ev.get(now)
 	l := Layer{
 		Present:       true,
-		Attempts:      c.attempts.get(now),
-		Successes:     c.successes.get(now),
-		Failures:      c.failures.get(now),
-		SetupFailures: c.setupFails.get(now),
+		Attempts:      v[attempts],
+		Successes:     v[successes],
+		Failures:      v[failures],
+		SetupFailures: v[setupFails],
 		Hard:          c.hard,
 		Qualified:     c.qualified(now),
 		Usable:        c.usable(now),
