@@ -31,19 +31,18 @@ type cell struct {
 
 	// Hard failure state. fence is the latest applied failure or reload:
 	// availability RX and completions count only strictly after it.
-	hard    bool
-	episode EpisodeID // the latest applied episode
-	failAt  int64
-	fence   int64
+	hard   bool
+	failAt int64
+	fence  int64
+	// episode is the latest target-scoped episode applied (exact cells);
+	// nodeEpisode the latest node episode applied (every cell).
+	episode, nodeEpisode EpisodeID
 
 	// parentSeq is the node record of the global aggregate this child
-	// has applied (family aggregates and exact cells).
-	parentSeq uint64
-	// The node's episode record (global aggregates only): the latest
-	// node-scoped failure, its sequence number and episode.
-	nodeSeq     uint64
-	nodeAt      int64
-	nodeEpisode EpisodeID
+	// has applied (family aggregates and exact cells). nodeSeq and nodeAt
+	// are a global aggregate's own record of its latest node episode.
+	parentSeq, nodeSeq uint64
+	nodeAt             int64
 
 	// Qualification: effective useful completions since the fence, whether
 	// qualification is earned, and the lease end (exclusive).
@@ -71,48 +70,59 @@ func (c *cell) revoke() {
 	c.cohortAt = 0
 }
 
-// applyFailure opens hard failure state for episode ep at at. A failure
-// of the episode the cell already applied changes nothing: delayed fanout
-// of one shared failure neither restarts an episode nor resets a
-// recovery already under way or complete.
-func (c *cell) applyFailure(at int64, ep EpisodeID) {
-	if c.episode == ep && c.failAt != 0 {
-		return
-	}
+// open opens hard failure state at at.
+func (c *cell) open(at int64) {
 	c.hard = true
-	c.episode = ep
 	c.failAt = max(c.failAt, at)
 	c.fence = max(c.fence, at)
 	c.revoke()
 }
 
-// recordNode records a node-scoped failure on a global aggregate and
-// applies it; seq orders node records scorer-wide.
-func (c *cell) recordNode(at int64, ep EpisodeID, seq uint64) {
-	if c.nodeEpisode == ep && c.nodeSeq != 0 {
+// targetFailure applies a target-scoped failure of episode ep. A failure
+// of the episode the cell already applied changes nothing: delayed fanout
+// of one shared failure neither restarts an episode nor resets a recovery
+// under way or complete.
+func (c *cell) targetFailure(at int64, ep EpisodeID) {
+	if c.episode == ep {
 		return
 	}
-	c.nodeSeq, c.nodeAt, c.nodeEpisode = seq, at, ep
-	c.applyFailure(at, ep)
+	c.episode = ep
+	c.open(at)
+}
+
+// nodeFailure applies a node episode directly, once per episode.
+func (c *cell) nodeFailure(at int64, ep EpisodeID) {
+	if c.nodeEpisode == ep {
+		return
+	}
+	c.nodeEpisode = ep
+	c.open(at)
+}
+
+// recordNode records a node-scoped failure on a global aggregate and
+// applies it; seq orders node records scorer-wide, so children learn it.
+func (c *cell) recordNode(at int64, ep EpisodeID, seq uint64) {
+	if c.nodeEpisode == ep {
+		return
+	}
+	c.nodeSeq, c.nodeAt = seq, at
+	c.nodeFailure(at, ep)
 }
 
 // inherit initializes a new child from its global aggregate p: the node's
 // incarnation, failure time and episode. A child born inside an open node
 // episode starts hard (it needs its own four reporters); one born after
-// the episode recovered keeps only its fence and episode identity, so a
+// the episode recovered keeps its fence and the episode identity, so a
 // delayed report of that episode does not restart it.
 func (c *cell) inherit(p *cell) {
 	c.inc = p.inc
 	c.fence = max(c.fence, p.fence)
 	c.parentSeq = p.nodeSeq
-	if p.nodeSeq == 0 {
-		return
+	c.nodeEpisode = p.nodeEpisode
+	c.failAt = p.nodeAt
+	if p.hard {
+		c.open(p.nodeAt)
 	}
-	if p.hard && p.episode == p.nodeEpisode {
-		c.applyFailure(p.nodeAt, p.nodeEpisode)
-		return
-	}
-	c.episode, c.failAt = p.nodeEpisode, p.nodeAt
 }
 
 // sync applies the global aggregate p's newer node record to this child.
@@ -121,7 +131,7 @@ func (c *cell) sync(p *cell) {
 		return
 	}
 	c.parentSeq = p.nodeSeq
-	c.applyFailure(p.nodeAt, p.nodeEpisode)
+	c.nodeFailure(p.nodeAt, p.nodeEpisode)
 }
 
 // reload fences the cell at a committed reload: qualification, its lease,

@@ -184,10 +184,42 @@ func TestReporterOutlivesItsAggregate(t *testing.T) {
 	}
 
 	h2 := newHarness(t, 1)
-	r = h2.open(a)
+	r, r2 := h2.open(a), h2.open(a)
 	evictAggregates(h2, 1)
-	r.Fail(h2.now(), score.Failure{Kind: score.ProxyAuth})
+	ep := h2.s.NewEpisode()
+	r.Fail(h2.now(), score.Failure{Kind: score.SharedCarrier, Episode: ep})
 	if v := h2.view(a); !v.Exact.Hard || v.Global.Present {
 		t.Fatalf("a node failure of a reporter without its aggregate: %+v", v)
+	}
+	h2.clk.Advance(time.Second)
+	for range 4 {
+		h2.live(a)
+	}
+	r2.Fail(h2.now(), score.Failure{Kind: score.SharedCarrier, Episode: ep})
+	if v := h2.view(a); v.Exact.Hard {
+		t.Fatalf("a delayed report of the episode restarted it: %+v", v.Exact)
+	}
+}
+
+// A delayed report of a target episode still does not restart it after a
+// node episode came in between.
+func TestDelayedTargetEpisodeAfterNodeEpisode(t *testing.T) {
+	h := newHarness(t, 1)
+	a := scope(target(1), 1)
+	late := h.open(a)
+	ep := h.s.NewEpisode()
+	h.open(a).Fail(h.now(), score.Failure{Kind: score.StreamReset, Episode: ep})
+	h.clk.Advance(time.Second)
+	h.fail(a, score.SharedCarrier)
+	h.clk.Advance(time.Second)
+	for range 4 {
+		h.live(a)
+	}
+	if v := h.view(a); v.Exact.Hard || v.Global.Hard {
+		t.Fatalf("not recovered: %+v", v)
+	}
+	late.Fail(h.now(), score.Failure{Kind: score.StreamReset, Episode: ep})
+	if v := h.view(a); v.Exact.Hard || v.Exact.Failures < 2.99 {
+		t.Fatalf("the delayed report restarted the episode or was not counted: %+v", v.Exact)
 	}
 }

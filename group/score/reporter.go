@@ -196,8 +196,11 @@ func (r *Reporter) Fail(at time.Time, f Failure) {
 		}
 		// Children learn a node failure from the global aggregate's
 		// record (live syncs them); with that cell evicted, directly.
-		if (i == 2 && !node) || (i > 0 && node && !held) {
-			c.applyFailure(t, ep)
+		switch {
+		case i == 2 && !node:
+			c.targetFailure(t, ep)
+		case i > 0 && node && !held:
+			c.nodeFailure(t, ep)
 		}
 	})
 }
