@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,7 @@ func echoes(t *testing.T, c net.Conn) {
 		t.Fatal(err)
 	}
 	b := make([]byte, 2)
-	if _, err := c.Read(b); err != nil || string(b) != "hi" {
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hi" {
 		t.Fatalf("echo %q %v", b, err)
 	}
 }
@@ -129,6 +130,11 @@ func TestWarmKeepAndCool(t *testing.T) {
 	}
 	if opened, err := d.Warm(ctx, true); err != nil || opened {
 		t.Fatalf("a second keep opened again: %v %v", opened, err)
+	}
+	// The server counts a connection once its accept returned, which may
+	// follow the client's connect.
+	for until := time.Now().Add(2 * time.Second); accepted.Load() < 1 && time.Now().Before(until); {
+		time.Sleep(time.Millisecond)
 	}
 	if n := accepted.Load(); n != 1 || d.Warmth().Pooled != 1 {
 		t.Fatalf("accepted %d, pooled %d", n, d.Warmth().Pooled)
