@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/textproto"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +30,8 @@ type Target struct {
 // targetIdle bounds how long the target waits for a request.
 const targetIdle = 10 * time.Second
 
-// Body is what Target answers.
-const Body = "ok"
+// response is what Target answers every request with.
+const response = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 
 // StartTarget starts a Target in p's namespace. Close stops it and waits
 // for its goroutines.
@@ -87,7 +86,7 @@ func (t *Target) serve(c net.Conn) {
 	if _, err := r.ReadMIMEHeader(); err != nil {
 		return
 	}
-	fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(Body), Body)
+	io.WriteString(c, response)
 }
 
 // Close stops the target and ends its connections.
@@ -123,12 +122,14 @@ func TTFB(proxy, target string, timeout time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("no response through %s: %w", proxy, err)
 	}
 	ttfb := time.Since(start)
-	rest, err := io.ReadAll(c)
-	if err != nil {
+	// The whole response, not waiting for the end of the stream: how soon
+	// the target's close travels back is not what is measured.
+	resp := make([]byte, len(response))
+	resp[0] = first[0]
+	if _, err := io.ReadFull(c, resp[1:]); err != nil {
 		return 0, fmt.Errorf("reading the response: %w", err)
 	}
-	resp := string(first[:]) + string(rest)
-	if !strings.HasPrefix(resp, "HTTP/1.1 200 ") || !strings.HasSuffix(resp, "\r\n\r\n"+Body) {
+	if string(resp) != response {
 		return 0, fmt.Errorf("unexpected response through %s: %q", proxy, resp)
 	}
 	return ttfb, nil
