@@ -63,8 +63,8 @@ func TestFirstByteWithLatency(t *testing.T) {
 		offMed, onMed := median(off[proto]), median(on[proto])
 		t.Logf("%s: off − on = %v (%.1f RTT saved)", proto, offMed-onMed, float64(offMed-onMed)/float64(path.RTT()))
 		if offMed-onMed < path.RTT()/2 {
-			t.Errorf("%s: the first byte of a new flow came after %v with warm-up on and %v with it off: not one round trip (%v) saved (half of one is the margin)",
-				proto, onMed, offMed, path.RTT())
+			t.Errorf("%s: the first byte of a new flow came after %v with warm-up on and %v with it off: not one round trip (%v) saved (half of one is the margin); link: %s",
+				proto, onMed, offMed, path.RTT(), path.Mode)
 		}
 	}
 }

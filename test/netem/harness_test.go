@@ -101,7 +101,7 @@ func startXray(t *testing.T, p *netlab.Path) (certFile string) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "xray.json")
-	if err := os.WriteFile(cfg, []byte(netlab.XrayServer(p.PeerAddr, certFile, keyFile)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(netlab.XrayServer(p.PeerAddr, certFile, keyFile, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := p.Command(xray, "run", "-c", cfg)

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -62,18 +63,33 @@ func WriteCert(dir string) (certFile, keyFile string, err error) {
 	return certFile, keyFile, nil
 }
 
+// Account is the i-th account of the Xray server: a VLESS UUID and a
+// Trojan password. Account 0 is UUID and Password.
+func Account(i int) (uuid, password string) {
+	if i == 0 {
+		return UUID, Password
+	}
+	return fmt.Sprintf("%s%012x", UUID[:len(UUID)-12], i), fmt.Sprintf("%s-%d", Password, i)
+}
+
 // XrayServer is the config of an Xray server on addr with two inbounds,
 // VLESS over TLS on VLESSPort and Trojan over TLS on TrojanPort, both with
-// the certificate in certFile, and a freedom outbound. Its policy is
-// Xray's default: a connection that has not sent its request within 4 s
-// of being accepted is closed.
-func XrayServer(addr netip.Addr, certFile, keyFile string) string {
+// the certificate in certFile and accounts accounts each (Account(0) up),
+// and a freedom outbound. Its policy is Xray's default: a connection that
+// has not sent its request within 4 s of being accepted is closed.
+func XrayServer(addr netip.Addr, certFile, keyFile string, accounts int) string {
+	var vless, trojan []string
+	for i := range max(accounts, 1) {
+		uuid, password := Account(i)
+		vless = append(vless, fmt.Sprintf(`{"id":%q}`, uuid))
+		trojan = append(trojan, fmt.Sprintf(`{"password":%q}`, password))
+	}
 	tls := fmt.Sprintf(`"streamSettings":{"network":"tcp","security":"tls","tlsSettings":{"certificates":[{"certificateFile":%q,"keyFile":%q}]}}`, certFile, keyFile)
 	return fmt.Sprintf(`{"log":{"loglevel":"warning"},"inbounds":[`+
-		`{"listen":%q,"port":%d,"protocol":"vless","settings":{"clients":[{"id":%q}],"decryption":"none"},%s},`+
-		`{"listen":%q,"port":%d,"protocol":"trojan","settings":{"clients":[{"password":%q}]},%s}],`+
+		`{"listen":%q,"port":%d,"protocol":"vless","settings":{"clients":[%s],"decryption":"none"},%s},`+
+		`{"listen":%q,"port":%d,"protocol":"trojan","settings":{"clients":[%s]},%s}],`+
 		`"outbounds":[{"protocol":"freedom"}]}`,
-		addr, VLESSPort, UUID, tls, addr, TrojanPort, Password, tls)
+		addr, VLESSPort, strings.Join(vless, ","), tls, addr, TrojanPort, strings.Join(trojan, ","), tls)
 }
 
 // WaitListening waits until something accepts TCP on addr, or until
