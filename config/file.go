@@ -18,6 +18,7 @@ type fileConfig struct {
 	Groups    []fileGroup    `toml:"groups"`
 	DNS       *fileDNS       `toml:"dns"`
 	Health    fileHealth     `toml:"health"`
+	Warmup    fileWarmup     `toml:"warmup"`
 	State     fileState      `toml:"state"`
 	API       *fileAPI       `toml:"api"`
 	Route     fileRoute      `toml:"route"`
@@ -39,6 +40,15 @@ type fileSocket struct {
 type fileDial struct {
 	ConnectTimeout     *string `toml:"connect_timeout"`
 	MaxConcurrentDials *int64  `toml:"max_concurrent_dials"`
+}
+
+// fileWarmup is [warmup]. preconnect takes the string "auto" or an
+// integer: it is decoded as whatever was written and checked while
+// lowering.
+type fileWarmup struct {
+	Preconnect  any    `toml:"preconnect"`
+	UDPWarmSet  *int64 `toml:"udp_warm_set"`
+	SelectorPin *bool  `toml:"selector_pin"`
 }
 
 type fileReload struct {

@@ -156,6 +156,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		Groups:    l.groups(f.Groups),
 		DNS:       l.dns(f.DNS), // after the outbounds
 		Health:    l.health(&f.Health),
+		Warmup:    l.warmup(&f.Warmup),
 		State:     l.state(&f.State),
 		API:       l.api(f.API),
 	}

@@ -54,6 +54,7 @@ func TestEmptyFileGetsDefaults(t *testing.T) {
 		Reload:    spec.Reload{Drain: spec.DrainKeep},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Health:    defaultHealth(),
+		Warmup:    spec.Warmup{Preconnect: spec.PreconnectAuto, SelectorPin: true},
 		Route:     spec.Route{Final: "direct", Mode: "rule"},
 	}
 	if !spec.Equal(got, want) {
@@ -80,6 +81,7 @@ func TestEmbeddedDefault(t *testing.T) {
 		}},
 		Outbounds: []spec.Outbound{implicitDirect(), implicitBlock()},
 		Health:    defaultHealth(),
+		Warmup:    spec.Warmup{Preconnect: spec.PreconnectAuto, SelectorPin: true},
 		API:       &spec.API{Listen: "127.0.0.1:9090"},
 		Route:     spec.Route{Final: "direct", Mode: "rule"},
 	}
@@ -197,8 +199,9 @@ func TestFullFile(t *testing.T) {
 			CheckTimeout:   3 * time.Second,
 			IdleTimeout:    time.Hour,
 		},
-		State: spec.State{Path: filepath.Join(testdata, "state", "sy.db")},
-		Route: spec.Route{Final: "out-v4", Mode: "rule"},
+		Warmup: spec.Warmup{Preconnect: 4, UDPWarmSet: 2},
+		State:  spec.State{Path: filepath.Join(testdata, "state", "sy.db")},
+		Route:  spec.Route{Final: "out-v4", Mode: "rule"},
 		Rules: []spec.Rule{
 			{
 				Inbound:       []string{"socks-in", "mixed-in"},

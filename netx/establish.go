@@ -85,6 +85,9 @@ type Establishment struct {
 	cause DeadlineError
 	phase atomic.Uint32
 	held  atomic.Bool // a permit of adm is held
+	// pooled: the dial running took a ready connection from a pool (no
+	// connect, no TLS); TakePooled reads and clears it for each dial.
+	pooled atomic.Bool
 }
 
 type establishmentKey struct{}
@@ -119,6 +122,25 @@ func (e *Establishment) End() {
 		e.adm.Release()
 	}
 }
+
+// MarkPooled records that the dial ctx runs under took a ready pooled
+// connection instead of connecting: health keeps such a dial's latency out
+// of its dial-latency average (it made no round trip). Nothing outside an
+// establishment.
+func MarkPooled(ctx context.Context) {
+	if e := establishmentOf(ctx); e != nil {
+		e.pooled.Store(true)
+	}
+}
+
+// Establishing reports whether ctx runs under an establishment: a flow's
+// dial (or a warm-up's), not a probe's.
+func Establishing(ctx context.Context) bool { return establishmentOf(ctx) != nil }
+
+// TakePooled reports whether the dial since the last TakePooled took a
+// pooled connection (MarkPooled), and clears the mark for the next dial of
+// the establishment (a retry on another member).
+func (e *Establishment) TakePooled() bool { return e.pooled.Swap(false) }
 
 // Phase is the phase running, or the one that was when the dial ended.
 func (e *Establishment) Phase() Phase { return Phase(e.phase.Load()) }

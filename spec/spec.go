@@ -22,6 +22,7 @@ type Spec struct {
 	Groups    []Group
 	DNS       *DNS // nil: the system resolver for everything, no DNS service
 	Health    Health
+	Warmup    Warmup
 	State     State
 	API       *API // nil: no API
 	Route     Route
@@ -60,6 +61,19 @@ const (
 
 type Reload struct {
 	Drain Drain
+}
+
+// PreconnectAuto is how many nodes preconnect = "auto" warms at most.
+const PreconnectAuto = 8
+
+// Warmup is what the warm-up keeps ready (package warm): the startup
+// preconnect's node count (0: off; "auto" is PreconnectAuto), the UDP warm
+// set's per-group depth N (0: off), and whether every Selector's TCP
+// choice is pinned warm.
+type Warmup struct {
+	Preconnect  int
+	UDPWarmSet  int
+	SelectorPin bool
 }
 
 // User is one account of an inbound. UpMbps and DownMbps pace the user's

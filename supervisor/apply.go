@@ -102,6 +102,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 	sv.syncMetrics(p.next) // before the plane: its first dials are counted
 	sv.publish(old, p)
 	eng.SyncActivity(activities(p.next))
+	sv.syncWarm(p.next, p.plane)
 	if eng != oldEngine {
 		sv.log.Info("[health] changed: node health starts over")
 		oldEngine.Stop()

@@ -143,7 +143,7 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 func (c *connector) dialLeaf(ctx, dctx context.Context, est *netx.Establishment, leaf *plane.Target, f netx.Flow) (net.Conn, error) {
 	start := time.Now()
 	conn, err := leaf.DialStream(dctx, f)
-	c.health.dialed(ctx, leaf, conn, time.Since(start), err)
+	c.health.dialed(ctx, leaf, conn, time.Since(start), est.TakePooled(), err)
 	c.metrics.dialed(ctx, est, leaf, err)
 	return conn, err
 }

@@ -127,7 +127,7 @@ func (sv *Supervisor) SelectGroup(tag, member string, networks ...netx.Network) 
 
 // groupEnv is what the supervisor's groups are built with.
 func (sv *Supervisor) groupEnv(eng *health.Engine) *groupEnv {
-	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity, onSwitch: sv.switchHook()}
+	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity, onSwitch: sv.onSwitchWarm()}
 	env.onInterrupt = func(group, member string, network netx.Network) int {
 		n := interruptFlows(sv.tracker, group, member, network)
 		sv.log.Info("flows through the old choice interrupted", "group", group, "member", member, "network", network.String(), "flows", n)

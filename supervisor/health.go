@@ -232,10 +232,10 @@ func familyOf(out any, c net.Conn) netx.Family {
 	return netx.V4
 }
 
-// dialed reports a real dial of leaf: its latency on success; a failure
-// unless the client left, a reload overtook it or the refusal was by
-// route.
-func (h healthReports) dialed(ctx context.Context, leaf *plane.Target, c net.Conn, latency time.Duration, err error) {
+// dialed reports a real dial of leaf: its latency on success (a pool hit,
+// pooled, stays out of the dial-latency average); a failure unless the
+// client left, a reload overtook it or the refusal was by route.
+func (h healthReports) dialed(ctx context.Context, leaf *plane.Target, c net.Conn, latency time.Duration, pooled bool, err error) {
 	e := h.engine()
 	if e == nil || leaf == nil {
 		return
@@ -247,7 +247,7 @@ func (h healthReports) dialed(ctx context.Context, leaf *plane.Target, c net.Con
 	if err != nil && (ctx.Err() != nil || plane.Reloaded(err) || errors.Is(err, outbound.ErrBlocked)) {
 		return
 	}
-	e.ReportDial(id, familyOf(leaf.Outbound(), c), latency, false, err)
+	e.ReportDial(id, familyOf(leaf.Outbound(), c), latency, pooled, err)
 }
 
 // ended reports how a relayed flow of leaf ended: a failure on the

@@ -22,6 +22,7 @@ import (
 	"switchyard/spec"
 	"switchyard/store"
 	"switchyard/track"
+	"switchyard/warm"
 )
 
 // Options are the process-level settings a supervisor is started with.
@@ -102,6 +103,8 @@ type Supervisor struct {
 	dnsVersion uint32
 	// modes is the routing mode every published plane reads (mode.go).
 	modes modes
+	// warm is the warm-up over the published generation (warm.go).
+	warm *warm.Manager
 
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
@@ -149,6 +152,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		inbounds: map[string]*listener{},
+		warm:     warm.New(warm.Options{Clock: opts.clock, Log: log.With("component", "warm")}),
 	}
 	if sv.gate == nil {
 		sv.gate = netx.ProcessGate()
@@ -186,6 +190,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.syncMetrics(p.next)
 	sv.publish(nil, p)
 	eng.SyncActivity(activities(p.next))
+	sv.syncWarm(p.next, p.plane)
 	sv.cur = p.next
 	sv.attachMetrics()
 	return sv, nil
@@ -247,6 +252,7 @@ func (sv *Supervisor) Start() error {
 	}
 	sv.startProbes(sv.cur)
 	sv.startHealth()
+	sv.warm.Start()
 	sv.started = true
 	attrs := make([]any, 0, len(sv.cur.spec.Inbounds))
 	for _, in := range sv.cur.spec.Inbounds {
@@ -291,6 +297,7 @@ func (sv *Supervisor) Close() error {
 	}
 	sv.closed = true
 	sv.cancel()
+	sv.warm.Close()
 	sv.detachMetrics()
 	var errs []error
 	for _, l := range sv.inbounds {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"time"
 
+	"switchyard/internal/connpool"
 	"switchyard/netx"
 	"switchyard/spec"
 )
@@ -49,6 +50,10 @@ type Dialer struct {
 	ws      *wsConfig      // type ws
 	upgrade *upgradeConfig // type httpupgrade
 	grpc    *grpcPool      // type grpc
+	// pool keeps bare server connections (connected, TLS completed) for
+	// the next dials: plain TCP transports only, whose stream is the
+	// connection itself (pool.go).
+	pool *connpool.Pool
 }
 
 // Options is what a Dialer is built with: the transport's own narrow view of
@@ -57,6 +62,9 @@ type Options struct {
 	Dialer   *netx.Dialer  // sockets under the socket policy; required
 	Resolver netx.Resolver // resolves the proxy server; nil: the system's
 	Logger   *slog.Logger  // nil: discarded
+	// ConnectTimeout is the generation's connect timeout, which bounds a
+	// pool's refresh dials (netx.EstablishTimeout); 0: the default.
+	ConnectTimeout time.Duration
 }
 
 // New builds the dialer of a proxy outbound. It fills in the transport's
@@ -115,6 +123,9 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 			return nil, err
 		}
 	}
+	if d.ws == nil && d.upgrade == nil && d.grpc == nil {
+		d.pool = newPool(d, opts.ConnectTimeout)
+	}
 	return d, nil
 }
 
@@ -131,6 +142,9 @@ func (d *Dialer) Dial(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		return c, nil
+	}
+	if d.pool != nil {
+		return d.fromPool(ctx)
 	}
 	c, err := d.connect(ctx)
 	if err != nil {
@@ -155,22 +169,29 @@ func (d *Dialer) DialNetwork(ctx context.Context, network netx.Network) (net.Con
 }
 
 // Close releases what the dialer keeps between dials (the shared HTTP/2
-// connection of gRPC): streams still open end with it. Dial fails after
-// Close. It is idempotent.
+// connection of gRPC, the pooled connections): streams still open end with
+// the HTTP/2 connection; a stream taken from the pool is the flow's. A gRPC
+// Dial fails after Close. It is idempotent.
 func (d *Dialer) Close() error {
 	if d.grpc != nil {
 		d.grpc.close()
+	}
+	if d.pool != nil {
+		d.pool.Close()
 	}
 	return nil
 }
 
 // Purge lets go of what the dialer keeps between dials (the shared HTTP/2
-// connection of gRPC), so that the next Dial connects afresh. Streams open
-// on it are not cut: it closes once the last of them ends. Dial still works
-// after Purge; without gRPC, Purge does nothing.
+// connection of gRPC, the pooled connections), so that the next Dial
+// connects afresh. Streams open on it are not cut: the HTTP/2 connection
+// closes once the last of them ends. Dial still works after Purge.
 func (d *Dialer) Purge() {
 	if d.grpc != nil {
 		d.grpc.purge()
+	}
+	if d.pool != nil {
+		d.pool.Purge()
 	}
 }
 

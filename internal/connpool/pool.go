@@ -234,8 +234,9 @@ func (p *Pool) poke() {
 }
 
 // Fill dials under ctx until n connections (at most Size) are pooled and
-// reports the first dial that failed. With Refresh, n is the level the
-// pool keeps from now on.
+// reports the first dial that failed. Pooled connections the server has
+// closed are discarded first: they do not count. With Refresh, n is the
+// level the pool keeps from now on.
 func (p *Pool) Fill(ctx context.Context, n int) error {
 	n = min(n, p.cfg.Size)
 	p.mu.Lock()
@@ -247,6 +248,7 @@ func (p *Pool) Fill(ctx context.Context, n int) error {
 		p.level = n
 	}
 	p.mu.Unlock()
+	p.sweep()
 	for {
 		p.mu.Lock()
 		missing, epoch := n-len(p.idle), p.epoch
@@ -262,6 +264,46 @@ func (p *Pool) Fill(ctx context.Context, n int) error {
 			return nil // full meanwhile, purged or closed
 		}
 	}
+}
+
+// sweep discards the pooled connections the server has closed. They are
+// looked into outside the lock: meanwhile a Get misses them and dials.
+func (p *Pool) sweep() {
+	p.mu.Lock()
+	idle, epoch := p.idle, p.epoch
+	p.idle = nil
+	p.mu.Unlock()
+	var good, dead []entry
+	for _, e := range idle {
+		if usable(e.c) {
+			good = append(good, e)
+		} else {
+			dead = append(dead, e)
+		}
+	}
+	var drop []entry
+	p.mu.Lock()
+	if p.closed || epoch != p.epoch {
+		drop, good = good, nil
+	}
+	// What was deposited meanwhile is younger: it stays after them.
+	p.idle = append(good, p.idle...)
+	for len(p.idle) > p.cfg.Size {
+		drop = append(drop, p.idle[0])
+		p.idle = p.idle[1:]
+	}
+	p.nIdle.Store(int64(len(p.idle)))
+	if len(p.idle) > 0 && !p.reaping {
+		p.reaping = true
+		p.wg.Add(1)
+		go p.reap()
+	}
+	p.mu.Unlock()
+	for _, e := range append(dead, drop...) {
+		e.c.Close()
+	}
+	p.dead.Add(uint64(len(dead)))
+	p.poke()
 }
 
 // Purge closes every pooled connection and stops the refresh until the

@@ -36,7 +36,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if deps.Dialer == nil {
 		return nil, errors.New("http: no dialer")
 	}
-	t, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger})
+	t, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout})
 	if err != nil {
 		return nil, err
 	}

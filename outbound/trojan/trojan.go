@@ -42,7 +42,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if o.Password == "" {
 		return nil, errors.New("trojan: password must not be empty")
 	}
-	t, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger})
+	t, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout})
 	if err != nil {
 		return nil, err
 	}

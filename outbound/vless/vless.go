@@ -60,7 +60,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if out.id, err = codec.ParseUUID(o.UUID); err != nil {
 		return nil, err
 	}
-	if out.transport, err = transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger}); err != nil {
+	if out.transport, err = transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout}); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -69,7 +69,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger})
+	d, err := transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout})
 	if err != nil {
 		return nil, err
 	}
