@@ -32,7 +32,10 @@ import (
 // The test asserts only the ordering, with a margin of half a round trip
 // (at least one saved round trip must show through any noise), and logs
 // every figure. Every measured flow is a new one: a new TCP connection to
-// the SOCKS5 inbound, and the target counts a new connection for it.
+// the SOCKS5 inbound, and the target counts a new connection for it. A
+// flow consumes the pinned connection and the pin's next pass (10 s)
+// replaces it, so warm flows are paced by warm-up's own log of its
+// attempts: each starts shortly after the attempt that refilled its node.
 func TestFirstByteWithLatency(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	path := newPath(t, delay)
@@ -71,32 +74,48 @@ func TestFirstByteWithLatency(t *testing.T) {
 
 var protocols = []string{"vless-tls", "trojan"}
 
+// nodes are the outbound tags of the protocols' nodes.
+var nodes = map[string]string{"vless-tls": "xray-vless", "trojan": "xray-trojan"}
+
 const (
-	samples    = 3                // new flows measured per protocol and mode
-	warmSettle = 3 * time.Second  // warm-up's time to fill its pool before the first warm flow
-	warmGap    = 2 * time.Second  // and to refill it between two warm flows
-	flowLimit  = 10 * time.Second // one measured flow's bound
+	samples = 3 // new flows measured per protocol and mode
+	// pinPass is the selector pin's repair pass (the spec: "a 10-second
+	// pass repairs lost, consumed, or expired state"): a flow consumes the
+	// pinned connection, the next pass opens another.
+	pinPass   = 10 * time.Second
+	flowLimit = 10 * time.Second // one measured flow's bound
+	offGap    = 200 * time.Millisecond
+	// pooledAge is how long after the warm attempt's line a warm flow
+	// starts: well inside a pooled connection's life (connpool's 3 s).
+	pooledAge = 300 * time.Millisecond
 )
 
 // measureFirstByte runs switchyard on config, then opens samples new flows
 // per protocol to the target and returns their times to the first byte.
-// With warm, it first gives warm-up its time to connect, and the same time
-// again between two flows of a protocol.
+// With warm, each flow waits for the warm attempt that (re)filled its
+// node's pin after the flow before (the debug line warm-up logs per
+// attempt), so every warm flow meets what warm-up keeps, not a pool the
+// previous flow emptied; without, flows follow each other offGap apart
+// and no warm attempt may be logged at all.
 func measureFirstByte(t *testing.T, path *netlab.Path, target *netlab.Target, config string, warm bool) map[string][]time.Duration {
 	t.Helper()
 	sy := startSwitchyard(t, config)
 	defer sy.stop()
-	gap := 200 * time.Millisecond
-	if warm {
-		time.Sleep(warmSettle)
-		gap = warmGap
-	}
 	got := map[string][]time.Duration{}
+	seen := map[string]int{} // warm attempts opened per node, as of the last flow
 	for i := range samples {
-		if i > 0 {
-			time.Sleep(gap)
+		if i > 0 && !warm {
+			time.Sleep(offGap)
 		}
 		for _, proto := range protocols {
+			if warm {
+				n, err := sy.waitWarmOpened(nodes[proto], seen[proto], 2*pinPass+5*time.Second)
+				if err != nil {
+					t.Fatalf("%s flow %d: %v", proto, i, err)
+				}
+				seen[proto] = n
+				time.Sleep(pooledAge)
+			}
 			before := target.Accepted()
 			d, err := netlab.TTFB(sy.addr("socks-"+proto), target.Addr, flowLimit)
 			if err != nil {
@@ -106,6 +125,13 @@ func measureFirstByte(t *testing.T, path *netlab.Path, target *netlab.Target, co
 				t.Fatalf("%s flow %d: the target accepted %d connections for it, want 1 (a new flow)", proto, i, n)
 			}
 			got[proto] = append(got[proto], d)
+		}
+	}
+	if !warm {
+		for _, proto := range protocols {
+			if n := sy.warmOpened(nodes[proto]); n != 0 {
+				t.Errorf("warm-up off, yet %d warm attempts opened a connection to %s", n, nodes[proto])
+			}
 		}
 	}
 	return got

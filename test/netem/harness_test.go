@@ -220,6 +220,33 @@ func (p *proc) stop() {
 	}
 }
 
+// warmOpened counts the warm attempts that opened a connection to node:
+// warm-up's debug line per attempt.
+func (p *proc) warmOpened(node string) int {
+	n := 0
+	for _, line := range strings.Split(p.logs.String(), "\n") {
+		if strings.Contains(line, `msg="warm attempt"`) && strings.Contains(line, " node="+node+" ") && strings.Contains(line, " outcome=opened") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitWarmOpened waits until more than seen warm attempts have opened a
+// connection to node, and returns how many have.
+func (p *proc) waitWarmOpened(node string, seen int, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for {
+		if n := p.warmOpened(node); n > seen {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no warm attempt opened a connection to %s within %v (%d before)", node, within, seen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // check runs `switchyard check -c` on config and returns its output and
 // whether it accepted the config.
 func check(t *testing.T, config string) (string, bool) {
