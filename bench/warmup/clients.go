@@ -18,13 +18,23 @@ import (
 // The clients of the first-byte phase, each a SOCKS5 inbound on loopback
 // and one VLESS-over-TLS outbound to the server.
 const (
-	clientWarm = "switchyard warm" // [warmup] preconnect = "auto", selector_pin = true
-	clientOff  = "switchyard off"  // [warmup] preconnect = 0, selector_pin = false
-	clientXray = "xray"
-	clientSing = "sing-box"
+	// clientWarm: [warmup] preconnect = "auto", selector_pin = true; each
+	// flow waits for the pin's warm attempt that refilled the pool the
+	// flow before emptied (the pin's pass runs every 10 s).
+	clientWarm = "switchyard warm"
+	// clientUnpaced: the same switchyard with flows -gap apart, waiting
+	// for nothing: what a new flow meets when flows come faster than the
+	// pin's pass.
+	clientUnpaced = "switchyard unpaced"
+	clientOff     = "switchyard off" // [warmup] preconnect = 0, selector_pin = false
+	clientXray    = "xray"
+	clientSing    = "sing-box"
 )
 
-var allClients = []string{clientWarm, clientOff, clientXray, clientSing}
+var allClients = []string{clientWarm, clientUnpaced, clientOff, clientXray, clientSing}
+
+// warmClient tells the clients with warm-up on.
+func warmClient(name string) bool { return name == clientWarm || name == clientUnpaced }
 
 func isClient(name string) bool { return contains(allClients, name) }
 
@@ -43,9 +53,18 @@ func (l *lab) firstBytes(name string) ([]time.Duration, error) {
 	defer p.stop()
 	time.Sleep(l.c.settle)
 	var ds []time.Duration
+	seen := 0 // the pin's warm attempts logged as of the last flow
 	for i := range l.c.runs {
 		if i > 0 {
 			time.Sleep(l.c.gap)
+		}
+		if name == clientWarm {
+			n, err := waitWarmOpened(p.log, "xray-vless", seen, 2*pinPass+5*time.Second)
+			if err != nil {
+				return nil, fmt.Errorf("flow %d: %w", i, err)
+			}
+			seen = n
+			time.Sleep(pooledAge)
 		}
 		before := l.target.Accepted()
 		d, err := netlab.TTFB(socks, l.target.Addr, l.c.flowTimeout)
@@ -64,9 +83,9 @@ func (l *lab) startClient(name, socks string) (*proc, error) {
 	host, port, _ := net.SplitHostPort(socks)
 	var bin, cfg, ext string
 	switch name {
-	case clientWarm, clientOff:
+	case clientWarm, clientUnpaced, clientOff:
 		bin, ext = l.c.switchyard, "toml"
-		cfg = l.switchyardFirstByte(socks, name == clientWarm)
+		cfg = l.switchyardFirstByte(socks, warmClient(name))
 	case clientXray:
 		bin, ext = l.c.xray, "json"
 		cfg = fmt.Sprintf(`{"log":{"loglevel":"warning"},`+
@@ -114,9 +133,10 @@ func (l *lab) warmupTable(on bool) string {
 }
 
 // quietHealth keeps probing out of the measurements: a raw TCP connect
-// probe to each node, no UDP probe, an hour between checks.
+// probe to each node, no UDP probe, an hour between checks. The log is at
+// debug level, where warm-up logs each of its attempts.
 const quietHealth = `[log]
-level = "info"
+level = "debug"
 
 [state]
 path = ""
@@ -156,6 +176,46 @@ members = ["xray-vless"]
 [route]
 final = "pick"
 `, quietHealth, l.warmupTable(warm), socks, l.serverAddr, netlab.UUID, l.tlsKey())
+}
+
+const (
+	// pinPass is the selector pin's repair pass (the spec: "a 10-second
+	// pass repairs lost, consumed, or expired state").
+	pinPass = 10 * time.Second
+	// pooledAge is how long after the pin's warm attempt a paced flow
+	// starts: well inside a pooled connection's life (3 s).
+	pooledAge = 300 * time.Millisecond
+)
+
+// warmOpened counts the warm attempts that opened a connection to node in
+// the log at path: warm-up's debug line per attempt.
+func warmOpened(path, node string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `msg="warm attempt"`) && strings.Contains(line, " node="+node+" ") && strings.Contains(line, " outcome=opened") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitWarmOpened waits until more than seen warm attempts have opened a
+// connection to node, and returns how many have.
+func waitWarmOpened(path, node string, seen int, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for {
+		if n := warmOpened(path, node); n > seen {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no warm attempt opened a connection to %s within %v (log: %s)", node, within, path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // switchyardTakesWarmup asks this switchyard's loader whether it takes the

@@ -183,13 +183,13 @@ func run(c *config) (err error) {
 	fmt.Printf("link: %s; %v each way, RTT %v\n", path.Mode, c.delay, path.RTT())
 	fmt.Printf("server: Xray in namespace %s at %s (VLESS over TLS), target %s inside it\n", path.NS, l.serverAddr, target.Addr)
 	if !l.warmInBuild {
-		fmt.Println("switchyard: this build's loader refuses [warmup]: \"switchyard warm\" is left out, \"switchyard off\" runs without the table")
+		fmt.Println("switchyard: this build's loader refuses [warmup]: the warm clients are left out, \"switchyard off\" runs without the table")
 	}
 	fmt.Printf("flows: %d per client, a new SOCKS5 connection each; %v after the start, %v between two\n\n", c.runs, c.settle, c.gap)
 
 	results := map[string][]time.Duration{}
 	for _, name := range c.clients {
-		if name == clientWarm && !l.warmInBuild {
+		if warmClient(name) && !l.warmInBuild {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "measuring %s\n", name)

@@ -32,11 +32,11 @@ func TestQuantile(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	c, err := parseFlags([]string{"-xray", "x", "-switchyard", "s", "-clients", "switchyard warm,xray", "-quick"})
+	c, err := parseFlags([]string{"-xray", "x", "-switchyard", "s", "-clients", "switchyard warm,switchyard unpaced,xray", "-quick"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.runs != 5 || c.nodes != 10 || c.gap != time.Second || strings.Join(c.clients, "|") != "switchyard warm|xray" {
+	if c.runs != 5 || c.nodes != 10 || c.gap != time.Second || strings.Join(c.clients, "|") != "switchyard warm|switchyard unpaced|xray" {
 		t.Fatalf("quick: %+v", c)
 	}
 	if _, err := parseFlags([]string{"-xray", "x", "-switchyard", "s", "-clients", "curl"}); err == nil {
