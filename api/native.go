@@ -11,6 +11,7 @@ import (
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
+	"switchyard/warm"
 )
 
 // The native API, under /switchyard/v1/: what Clash's cannot say — a
@@ -21,6 +22,37 @@ import (
 // admissionBackend gives the dial admission counts.
 type admissionBackend interface {
 	Admission() (generation, process netx.Stats)
+}
+
+// warmBackend gives a node's warm state (package warm).
+type warmBackend interface {
+	WarmNode(tag string) (warm.State, bool)
+}
+
+// warmJSON is a node's warm state: what it keeps (pool, session or
+// none), its pooled connections, whether its session is up, and which
+// owners retain it.
+type warmJSON struct {
+	Kind        string     `json:"kind"`
+	Pooled      int        `json:"pooled"`
+	Up          bool       `json:"up"`
+	Owners      []string   `json:"owners"`
+	LastAttempt *time.Time `json:"last_attempt,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+}
+
+func warmOf(st warm.State) warmJSON {
+	j := warmJSON{Kind: st.Kind.String(), Pooled: st.Pooled, Up: st.Up, Owners: []string{}, LastError: st.LastError}
+	for _, o := range warm.Owners {
+		if st.Owners&o.Bit != 0 {
+			j.Owners = append(j.Owners, o.Name)
+		}
+	}
+	if !st.LastAttempt.IsZero() {
+		t := st.LastAttempt
+		j.LastAttempt = &t
+	}
+	return j
 }
 
 func (s *Server) nativeRoutes(r chi.Router) {
@@ -171,7 +203,8 @@ type stateJSON struct {
 
 // nativeNode is GET /switchyard/v1/nodes/{name}: the node's six health
 // states (tcp, dns_udp, data_udp × ipv4, ipv6) with their history, its
-// strikes and its last real delay.
+// strikes, its last real delay and, for a node that can keep something
+// warm, its warm state.
 func (s *Server) nativeNode(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	id, ok := s.b.NodeID(name)
@@ -212,6 +245,11 @@ func (s *Server) nativeNode(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"name": name, "id": id.String(), "strikes": st.Strikes, "states": states}
 	if st.HasLastReal {
 		out["last_real_delay_ms"] = ms(st.LastReal.Delay)
+	}
+	if b, ok := s.b.(warmBackend); ok {
+		if ws, ok := b.WarmNode(name); ok {
+			out["warm"] = warmOf(ws)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -60,5 +63,70 @@ func TestNativeAPI(t *testing.T) {
 	r.get(t, "/switchyard/v1/admission", 200, &adm)
 	if adm.Generation.Limit <= 0 || adm.Process.Limit <= 0 {
 		t.Fatalf("admission %+v", adm)
+	}
+}
+
+// A Selector's choice that keeps a pool shows its warm state: one
+// pooled connection, retained by the selector owner.
+func TestNativeNodeWarmState(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // silent until the test ends
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	r := newRigWith(t, Options{}, `
+[[outbounds]]
+tag = "ss1"
+type = "shadowsocks"
+server = "`+ln.Addr().String()+`"
+method = "aes-128-gcm"
+password = "secret"
+
+[[groups]]
+tag = "pinned"
+policy = "selector"
+members = ["ss1"]
+`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n struct {
+			Warm *warmJSON
+		}
+		r.get(t, "/switchyard/v1/nodes/ss1", 200, &n)
+		if n.Warm != nil && n.Warm.Kind == "pool" && n.Warm.Pooled == 1 && slices.Equal(n.Warm.Owners, []string{"selector"}) && n.Warm.LastAttempt != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warm state of ss1: %+v", n.Warm)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var d struct{ Warm *warmJSON }
+	r.get(t, "/switchyard/v1/nodes/d1", 200, &d)
+	if d.Warm != nil {
+		t.Fatalf("a direct node has a warm state: %+v", d.Warm)
 	}
 }

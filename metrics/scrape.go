@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"switchyard/dns"
+	"switchyard/outbound"
+	"switchyard/warm"
 )
 
 // snapshots is the scrape-time collector: it reads the source's published
@@ -43,12 +45,25 @@ var (
 		"Messages the in-process DNS service received.")
 	dnsAnswersDesc = desc("dns_service_answers_total",
 		"Replies of the in-process DNS service by response code.", "rcode")
+	warmPooledDesc = desc("warm_pooled_connections",
+		"Bare server connections (connected, TLS completed) waiting in a node's pool.", "node")
+	warmUpDesc = desc("warm_session_up",
+		"Whether the session a node's flows share (QUIC connection, WireGuard tunnel, gRPC HTTP/2 connection) is up: 1 or 0.", "node")
+	warmOwnedDesc = desc("warm_owned",
+		"Whether an owner of the warm-up retains the node's reusable state: 1 or 0, by owner (selector, udp).", "node", "owner")
 )
+
+// WarmSource is implemented by a source that runs the warm-up: its nodes'
+// published warm states.
+type WarmSource interface {
+	Warm() []warm.State
+}
 
 var allDescs = []*prometheus.Desc{
 	flowsOpenDesc, flowsTotalDesc, bytesDesc,
 	admissionLimitDesc, admissionInUseDesc, admissionWaitingDesc,
 	dnsQueriesDesc, dnsHitsDesc, dnsFailuresDesc, dnsLatencyDesc, dnsServedDesc, dnsAnswersDesc,
+	warmPooledDesc, warmUpDesc, warmOwnedDesc,
 }
 
 // dnsBounds are dns.LatencyBounds in seconds, the histogram's buckets.
@@ -85,6 +100,37 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(admissionWaitingDesc, prometheus.GaugeValue, float64(a.wait), a.scope)
 	}
 	s.dns(ch, ref.Source)
+	s.warm(ch, ref.Source, k)
+}
+
+// warm emits the warm state of every node in force that keeps something
+// warm: a pool's waiting connections, a session's, and its owner bits.
+func (s *snapshots) warm(ch chan<- prometheus.Metric, src Source, k *known) {
+	ws, ok := src.(WarmSource)
+	if !ok {
+		return
+	}
+	for _, st := range ws.Warm() {
+		if k.outbounds[st.Name] == nil {
+			continue
+		}
+		switch st.Kind {
+		case outbound.WarmPool:
+			ch <- prometheus.MustNewConstMetric(warmPooledDesc, prometheus.GaugeValue, float64(st.Pooled), st.Name)
+		case outbound.WarmSession:
+			ch <- prometheus.MustNewConstMetric(warmUpDesc, prometheus.GaugeValue, b2f(st.Up), st.Name)
+		}
+		for _, o := range warm.Owners {
+			ch <- prometheus.MustNewConstMetric(warmOwnedDesc, prometheus.GaugeValue, b2f(st.Owners&o.Bit != 0), st.Name, o.Name)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // flows emits the flow and byte totals of the inbounds and outbounds in

@@ -7,6 +7,7 @@ import (
 
 	"switchyard/group"
 	"switchyard/health"
+	"switchyard/metrics"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/plane"
@@ -29,6 +30,8 @@ func warmConfig(w spec.Warmup) warm.Config {
 func (sv *Supervisor) syncWarm(st *state, p *plane.Plane) {
 	sv.warm.Update(&warmSource{st: st, plane: p}, warmConfig(st.spec.Warmup))
 }
+
+var _ metrics.WarmSource = (*Supervisor)(nil)
 
 // Warm reads the warm state of every node of the running configuration,
 // for the API and the metrics; it takes no lock an apply, a pass or a dial

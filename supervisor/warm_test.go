@@ -376,3 +376,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A Selector write moves the pin at once, without a pass's timer: the new
+// choice is pooled, the old one's pool purged.
+func TestASelectorWriteMovesThePinAtOnce(t *testing.T) {
+	r := newTrojanRig(t, spec.Warmup{})
+	s := r.spec(spec.Warmup{SelectorPin: true})
+	second := s.Outbounds[0]
+	second.Tag = "tj2"
+	s.Outbounds = append(s.Outbounds, second)
+	s.Groups[0].Members = []string{"tj", "tj2"}
+	if err := r.sv.Apply(s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first choice pinned", func() bool { return pooledOf(r.sv, "tj") == 1 })
+	if _, err := r.sv.SelectGroup("pick", "tj2", netx.TCP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new choice pinned", func() bool { return pooledOf(r.sv, "tj2") == 1 })
+	waitFor(t, "the old choice released", func() bool { st, _ := r.sv.WarmNode("tj"); return st.Owners == 0 && st.Pooled == 0 })
+}

@@ -213,3 +213,35 @@ func TestPurgeAndClose(t *testing.T) {
 	}
 	c.Close()
 }
+
+// Fill does not count a pooled connection the server closed: it is
+// discarded and a live one dialed in its place.
+func TestFillReplacesAConnectionTheServerClosed(t *testing.T) {
+	for _, withTLS := range []bool{false, true} {
+		srv := newServer(t, withTLS)
+		p := newPool(t, Config{Dial: srv.dial, Refresh: true})
+		ctx := context.Background()
+		if err := p.Fill(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		srv.conn(t, 0).Close()
+		time.Sleep(50 * time.Millisecond) // the FIN reaches the client
+		if err := p.Fill(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the second accept", func() bool { return srv.accepts.Load() == 2 })
+		if st := p.Stats(); st.Idle != 1 || st.Dead != 1 {
+			t.Fatalf("tls %v: stats %+v", withTLS, st)
+		}
+		// A live one is kept, not redialed.
+		if err := p.Fill(ctx, 1); err != nil || srv.accepts.Load() != 2 {
+			t.Fatalf("tls %v: a live pooled connection was redialed (%d accepts, %v)", withTLS, srv.accepts.Load(), err)
+		}
+		c, fromPool, err := p.Get(ctx)
+		if err != nil || !fromPool {
+			t.Fatalf("tls %v: the replacement was not handed out: %v %v", withTLS, fromPool, err)
+		}
+		roundTrip(t, c)
+		c.Close()
+	}
+}

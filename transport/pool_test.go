@@ -1,0 +1,152 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"switchyard/netx"
+	"switchyard/spec"
+)
+
+// countingEcho is a loopback echo server counting the connections it
+// accepted.
+func countingEcho(t *testing.T) (spec.Outbound, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	addr := accept(t, func(c net.Conn) { n.Add(1); echo(c) })
+	return spec.Outbound{Tag: "p", Type: "socks", Server: addr.String()}, &n
+}
+
+func echoes(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 2)
+	if _, err := c.Read(b); err != nil || string(b) != "hi" {
+		t.Fatalf("echo %q %v", b, err)
+	}
+}
+
+// A flow's dial takes the pooled connection: no new connection at the
+// server, the dial marked as a pool hit, and its admission permit taken
+// for the protocol handshake that follows.
+func TestAFlowTakesThePooledConnection(t *testing.T) {
+	o, accepted := countingEcho(t)
+	d := newDialer(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if opened, err := d.Warm(ctx, false); err != nil || !opened {
+		t.Fatalf("warm: %v %v", opened, err)
+	}
+	if w := d.Warmth(); w.Kind != WarmPool || w.Pooled != 1 {
+		t.Fatalf("warmth %+v", w)
+	}
+	adm := netx.NewAdmission(netx.NewGate(8), 4)
+	e, dctx, dcancel := netx.Begin(context.Background(), adm, 5*time.Second)
+	defer dcancel()
+	c, err := d.Dial(dctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !e.TakePooled() {
+		t.Fatal("the dial is not marked as a pool hit")
+	}
+	if s := adm.Stats(); s.InUse != 1 {
+		t.Fatalf("a pool hit holds %d permits, want 1 (its handshake is admitted)", s.InUse)
+	}
+	e.End()
+	echoes(t, c)
+	if n := accepted.Load(); n != 1 {
+		t.Fatalf("server accepted %d connections, want the pooled one", n)
+	}
+	if d.Warmth().Pooled != 0 {
+		t.Fatal("the pooled connection is still listed")
+	}
+}
+
+// A dial outside an establishment (a health probe) connects afresh and
+// leaves the pooled connection for a flow.
+func TestAProbeDialConnectsAfresh(t *testing.T) {
+	o, accepted := countingEcho(t)
+	d := newDialer(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.Warm(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	echoes(t, c)
+	if n := accepted.Load(); n != 2 || d.Warmth().Pooled != 1 {
+		t.Fatalf("accepted %d, pooled %d: the probe took the pooled connection", n, d.Warmth().Pooled)
+	}
+}
+
+// A pool hit past a full admission gate waits for a permit within its
+// deadline, like any handshake.
+func TestAPoolHitWaitsForAdmission(t *testing.T) {
+	o, _ := countingEcho(t)
+	d := newDialer(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.Warm(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	adm := netx.NewAdmission(netx.NewGate(8), 1)
+	holder, hctx, hcancel := netx.Begin(context.Background(), adm, time.Minute)
+	defer hcancel()
+	if err := netx.Admit(hctx); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.End()
+	e, dctx, dcancel := netx.Begin(context.Background(), adm, 100*time.Millisecond)
+	defer dcancel()
+	_, err := d.Dial(dctx)
+	e.End()
+	if !errors.Is(err, context.DeadlineExceeded) || e.Phase() != netx.PhaseAdmission {
+		t.Fatalf("a pool hit past a full gate: %v (phase %v)", err, e.Phase())
+	}
+}
+
+// keep has the pool hold a connection until Cool; a seed is not kept.
+func TestWarmKeepAndCool(t *testing.T) {
+	o, accepted := countingEcho(t)
+	d := newDialer(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if opened, err := d.Warm(ctx, true); err != nil || !opened {
+		t.Fatalf("warm: %v %v", opened, err)
+	}
+	if opened, err := d.Warm(ctx, true); err != nil || opened {
+		t.Fatalf("a second keep opened again: %v %v", opened, err)
+	}
+	if n := accepted.Load(); n != 1 || d.Warmth().Pooled != 1 {
+		t.Fatalf("accepted %d, pooled %d", n, d.Warmth().Pooled)
+	}
+	d.Cool()
+	if d.Warmth().Pooled != 0 {
+		t.Fatal("Cool left the pool")
+	}
+}
+
+// WebSocket and HTTP upgrade keep nothing between dials.
+func TestStreamTransportsKeepNothingWarm(t *testing.T) {
+	o := spec.Outbound{Tag: "w", Type: "vless", Server: "127.0.0.1:1", Transport: spec.Transport{Type: "ws", Path: "/"}}
+	d := newDialer(t, o)
+	if w := d.Warmth(); w.Kind != WarmNone {
+		t.Fatalf("ws warmth %+v", w)
+	}
+	if _, err := d.Warm(context.Background(), true); !errors.Is(err, ErrNothingToWarm) {
+		t.Fatalf("warm over ws: %v", err)
+	}
+}
