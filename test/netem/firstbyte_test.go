@@ -47,19 +47,22 @@ func TestFirstByteWithLatency(t *testing.T) {
 	t.Cleanup(target.Close)
 	cert := startXray(t, path)
 
-	if out, ok := check(t, switchyardConfig(path, cert, false)); !ok {
+	if out, ok := check(t, switchyardConfig(path, cert, false, 0)); !ok {
 		if !strings.Contains(out, "warmup") {
 			t.Fatalf("switchyard check refused the config:\n%s", out)
 		}
 		// This build has no warm-up: without the table the flows are what
 		// "off" is, measured for the record; the test fails, as it must
 		// without the feature.
-		off := measureFirstByte(t, path, target, strings.Replace(switchyardConfig(path, cert, false), warmupTable(false), "", 1), false)
+		absent := func(api int) string {
+			return strings.Replace(switchyardConfig(path, cert, false, api), warmupTable(false), "", 1)
+		}
+		off := measureFirstByte(t, target, absent, false)
 		logFigures(t, "warm-up absent", off)
 		t.Fatalf("this build's loader refuses [warmup] (no warm-up to measure):\n%s", out)
 	}
-	off := measureFirstByte(t, path, target, switchyardConfig(path, cert, false), false)
-	on := measureFirstByte(t, path, target, switchyardConfig(path, cert, true), true)
+	off := measureFirstByte(t, target, func(api int) string { return switchyardConfig(path, cert, false, api) }, false)
+	on := measureFirstByte(t, target, func(api int) string { return switchyardConfig(path, cert, true, api) }, true)
 	logFigures(t, "warm-up off", off)
 	logFigures(t, "warm-up on", on)
 	for _, proto := range protocols {
@@ -85,36 +88,31 @@ const (
 	pinPass   = 10 * time.Second
 	flowLimit = 10 * time.Second // one measured flow's bound
 	offGap    = 200 * time.Millisecond
-	// pooledAge is how long after the warm attempt's line a warm flow
-	// starts: well inside a pooled connection's life (connpool's 3 s).
-	pooledAge = 300 * time.Millisecond
 )
 
-// measureFirstByte runs switchyard on config, then opens samples new flows
+// measureFirstByte runs switchyard on config (given its API's port), then opens samples new flows
 // per protocol to the target and returns their times to the first byte.
-// With warm, each flow waits for the warm attempt that (re)filled its
-// node's pin after the flow before (the debug line warm-up logs per
-// attempt), so every warm flow meets what warm-up keeps, not a pool the
+// With warm, each flow first waits until the API reports a pooled
+// connection for its node (the pin's pass refills what the flow before
+// took), so every warm flow meets what warm-up keeps, not a pool the
 // previous flow emptied; without, flows follow each other offGap apart
-// and no warm attempt may be logged at all.
-func measureFirstByte(t *testing.T, path *netlab.Path, target *netlab.Target, config string, warm bool) map[string][]time.Duration {
+// and no node may report a pooled connection, nor warm-up log an attempt.
+func measureFirstByte(t *testing.T, target *netlab.Target, config func(apiPort int) string, warm bool) map[string][]time.Duration {
 	t.Helper()
-	sy := startSwitchyard(t, config)
+	api := freePort(t)
+	sy := startSwitchyard(t, config(api))
+	sy.api = fmt.Sprintf("127.0.0.1:%d", api)
 	defer sy.stop()
 	got := map[string][]time.Duration{}
-	seen := map[string]int{} // warm attempts opened per node, as of the last flow
 	for i := range samples {
 		if i > 0 && !warm {
 			time.Sleep(offGap)
 		}
 		for _, proto := range protocols {
 			if warm {
-				n, err := sy.waitWarmOpened(nodes[proto], seen[proto], 2*pinPass+5*time.Second)
-				if err != nil {
+				if err := netlab.WaitPooled(sy.api, nodes[proto], 2*pinPass+5*time.Second); err != nil {
 					t.Fatalf("%s flow %d: %v", proto, i, err)
 				}
-				seen[proto] = n
-				time.Sleep(pooledAge)
 			}
 			before := target.Accepted()
 			d, err := netlab.TTFB(sy.addr("socks-"+proto), target.Addr, flowLimit)
@@ -131,6 +129,9 @@ func measureFirstByte(t *testing.T, path *netlab.Path, target *netlab.Target, co
 		for _, proto := range protocols {
 			if n := sy.warmOpened(nodes[proto]); n != 0 {
 				t.Errorf("warm-up off, yet %d warm attempts opened a connection to %s", n, nodes[proto])
+			}
+			if n, _, err := netlab.Pooled(sy.api, nodes[proto]); err != nil || n != 0 {
+				t.Errorf("warm-up off, yet %s reports %d pooled connections (%v)", nodes[proto], n, err)
 			}
 		}
 	}
@@ -170,10 +171,13 @@ func warmupTable(on bool) string {
 // Selector over one node of the Xray server: VLESS over TLS, Trojan. Health
 // probing stays quiet: a raw TCP connect probe, no UDP probe, an hour
 // between checks.
-func switchyardConfig(path *netlab.Path, cert string, warm bool) string {
+func switchyardConfig(path *netlab.Path, cert string, warm bool, apiPort int) string {
 	tls := fmt.Sprintf("tls = { server_name = %q, ca_file = %q }", netlab.ServerName, cert)
 	return fmt.Sprintf(`[log]
 level = "debug"
+
+[api]
+listen = "127.0.0.1:%d"
 
 [state]
 path = ""
@@ -224,5 +228,5 @@ outbound = "pick-trojan"
 
 [route]
 final = "pick-vless"
-`, warmupTable(warm), path.PeerAddr, netlab.VLESSPort, netlab.UUID, tls, path.PeerAddr, netlab.TrojanPort, netlab.Password, tls)
+`, apiPort, warmupTable(warm), path.PeerAddr, netlab.VLESSPort, netlab.UUID, tls, path.PeerAddr, netlab.TrojanPort, netlab.Password, tls)
 }

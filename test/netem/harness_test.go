@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,6 +135,7 @@ type proc struct {
 	cmd   *exec.Cmd
 	logs  *logBuf
 	addrs map[string]string // inbound tag -> bound address
+	api   string            // the API's address, when the config has one
 	done  chan error
 }
 
@@ -232,19 +235,23 @@ func (p *proc) warmOpened(node string) int {
 	return n
 }
 
-// waitWarmOpened waits until more than seen warm attempts have opened a
-// connection to node, and returns how many have.
-func (p *proc) waitWarmOpened(node string, seen int, within time.Duration) (int, error) {
-	deadline := time.Now().Add(within)
-	for {
-		if n := p.warmOpened(node); n > seen {
-			return n, nil
+// freePort returns a loopback TCP port nothing listens on, below the
+// kernel's ephemeral range (32768 up), which the ":0" listeners and the
+// outgoing connections of other test binaries draw from: the port is not
+// taken by one of them before switchyard binds it.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		port := 20000 + mrand.IntN(12768)
+		ln, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
 		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no warm attempt opened a connection to %s within %v (%d before)", node, within, seen)
-		}
-		time.Sleep(20 * time.Millisecond)
+		ln.Close()
+		return port
 	}
+	t.Fatal("no free port")
+	return 0
 }
 
 // check runs `switchyard check -c` on config and returns its output and
