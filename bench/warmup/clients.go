@@ -19,8 +19,8 @@ import (
 // and one VLESS-over-TLS outbound to the server.
 const (
 	// clientWarm: [warmup] preconnect = "auto", selector_pin = true; each
-	// flow waits for the pin's warm attempt that refilled the pool the
-	// flow before emptied (the pin's pass runs every 10 s).
+	// flow first waits until the API reports a pooled connection for the
+	// node: the pin's pass (every 10 s) refills what the flow before took.
 	clientWarm = "switchyard warm"
 	// clientUnpaced: the same switchyard with flows -gap apart, waiting
 	// for nothing: what a new flow meets when flows come faster than the
@@ -53,18 +53,14 @@ func (l *lab) firstBytes(name string) ([]time.Duration, error) {
 	defer p.stop()
 	time.Sleep(l.c.settle)
 	var ds []time.Duration
-	seen := 0 // the pin's warm attempts logged as of the last flow
 	for i := range l.c.runs {
 		if i > 0 {
 			time.Sleep(l.c.gap)
 		}
 		if name == clientWarm {
-			n, err := waitWarmOpened(p.log, "xray-vless", seen, 2*pinPass+5*time.Second)
-			if err != nil {
-				return nil, fmt.Errorf("flow %d: %w", i, err)
+			if err := netlab.WaitPooled(p.api, "xray-vless", 2*pinPass+5*time.Second); err != nil {
+				return nil, fmt.Errorf("flow %d: %w (log: %s)", i, err, p.log)
 			}
-			seen = n
-			time.Sleep(pooledAge)
 		}
 		before := l.target.Accepted()
 		d, err := netlab.TTFB(socks, l.target.Addr, l.c.flowTimeout)
@@ -81,11 +77,18 @@ func (l *lab) firstBytes(name string) ([]time.Duration, error) {
 
 func (l *lab) startClient(name, socks string) (*proc, error) {
 	host, port, _ := net.SplitHostPort(socks)
-	var bin, cfg, ext string
+	var (
+		bin, cfg, ext string
+		api           int
+		err           error
+	)
 	switch name {
 	case clientWarm, clientUnpaced, clientOff:
 		bin, ext = l.c.switchyard, "toml"
-		cfg = l.switchyardFirstByte(socks, warmClient(name))
+		if api, err = freePort(); err != nil {
+			return nil, err
+		}
+		cfg = l.switchyardFirstByte(socks, api, warmClient(name))
 	case clientXray:
 		bin, ext = l.c.xray, "json"
 		cfg = fmt.Sprintf(`{"log":{"loglevel":"warning"},`+
@@ -111,6 +114,9 @@ func (l *lab) startClient(name, socks string) (*proc, error) {
 	p, err := startCmd(name, filepath.Join(l.c.work, file+".log"), exec.Command(bin, "run", "-c", path))
 	if err != nil {
 		return nil, err
+	}
+	if api != 0 {
+		p.api = net.JoinHostPort("127.0.0.1", strconv.Itoa(api))
 	}
 	if err := p.waitListening(socks, 20*time.Second); err != nil {
 		p.stop()
@@ -152,9 +158,13 @@ func (l *lab) tlsKey() string {
 }
 
 // switchyardFirstByte is the first-byte phase's switchyard: the SOCKS5
-// inbound routed to a Selector over the one VLESS node.
-func (l *lab) switchyardFirstByte(socks string, warm bool) string {
+// inbound routed to a Selector over the one VLESS node, and the API on
+// apiPort (where the paced client reads the node's pooled connections).
+func (l *lab) switchyardFirstByte(socks string, apiPort int, warm bool) string {
 	return fmt.Sprintf(`%s
+[api]
+listen = "127.0.0.1:%d"
+
 %s
 [[inbounds]]
 tag = "socks-in"
@@ -175,48 +185,12 @@ members = ["xray-vless"]
 
 [route]
 final = "pick"
-`, quietHealth, l.warmupTable(warm), socks, l.serverAddr, netlab.UUID, l.tlsKey())
+`, quietHealth, apiPort, l.warmupTable(warm), socks, l.serverAddr, netlab.UUID, l.tlsKey())
 }
 
-const (
-	// pinPass is the selector pin's repair pass (the spec: "a 10-second
-	// pass repairs lost, consumed, or expired state").
-	pinPass = 10 * time.Second
-	// pooledAge is how long after the pin's warm attempt a paced flow
-	// starts: well inside a pooled connection's life (3 s).
-	pooledAge = 300 * time.Millisecond
-)
-
-// warmOpened counts the warm attempts that opened a connection to node in
-// the log at path: warm-up's debug line per attempt.
-func warmOpened(path, node string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, `msg="warm attempt"`) && strings.Contains(line, " node="+node+" ") && strings.Contains(line, " outcome=opened") {
-			n++
-		}
-	}
-	return n
-}
-
-// waitWarmOpened waits until more than seen warm attempts have opened a
-// connection to node, and returns how many have.
-func waitWarmOpened(path, node string, seen int, within time.Duration) (int, error) {
-	deadline := time.Now().Add(within)
-	for {
-		if n := warmOpened(path, node); n > seen {
-			return n, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no warm attempt opened a connection to %s within %v (log: %s)", node, within, path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// pinPass is the selector pin's repair pass (the spec: "a 10-second pass
+// repairs lost, consumed, or expired state").
+const pinPass = 10 * time.Second
 
 // switchyardTakesWarmup asks this switchyard's loader whether it takes the
 // [warmup] table.
@@ -240,6 +214,7 @@ func (l *lab) switchyardTakesWarmup() (bool, error) {
 type proc struct {
 	name string
 	log  string
+	api  string // switchyard's API, where it has one
 	cmd  *exec.Cmd
 	done chan struct{}
 }

@@ -25,14 +25,14 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 // switchyard warm's median to the best anchor's (Xray's or sing-box's).
 func printFirstBytes(c *config, rtt time.Duration, results map[string][]time.Duration) {
 	fmt.Println("time to the first byte of a new flow (SOCKS5 connect, CONNECT, request, first response byte)")
-	fmt.Printf("%-16s %5s %10s %10s %10s %10s %8s\n", "client", "flows", "median", "p90", "min", "max", "med/RTT")
+	fmt.Printf("%-20s %5s %10s %10s %10s %10s %8s\n", "client", "flows", "median", "p90", "min", "max", "med/RTT")
 	for _, name := range c.clients {
 		ds, ok := results[name]
 		if !ok {
 			continue
 		}
 		med := quantile(ds, 0.5)
-		fmt.Printf("%-16s %5d %10s %10s %10s %10s %8.2f\n", name, len(ds), ms(med), ms(quantile(ds, 0.9)),
+		fmt.Printf("%-20s %5d %10s %10s %10s %10s %8.2f\n", name, len(ds), ms(med), ms(quantile(ds, 0.9)),
 			ms(slices.Min(ds)), ms(slices.Max(ds)), float64(med)/float64(rtt))
 	}
 	var best string
