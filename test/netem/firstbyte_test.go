@@ -34,8 +34,8 @@ import (
 // every figure. Every measured flow is a new one: a new TCP connection to
 // the SOCKS5 inbound, and the target counts a new connection for it. A
 // flow consumes the pinned connection and the pin's next pass (10 s)
-// replaces it, so warm flows are paced by warm-up's own log of its
-// attempts: each starts shortly after the attempt that refilled its node.
+// replaces it, so each warm flow waits until the native API reports its
+// node's pooled connection again.
 func TestFirstByteWithLatency(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	path := newPath(t, delay)
@@ -90,8 +90,9 @@ const (
 	offGap    = 200 * time.Millisecond
 )
 
-// measureFirstByte runs switchyard on config (given its API's port), then opens samples new flows
-// per protocol to the target and returns their times to the first byte.
+// measureFirstByte runs switchyard on config (given its API's port), then
+// opens samples new flows per protocol to the target and returns their
+// times to the first byte.
 // With warm, each flow first waits until the API reports a pooled
 // connection for its node (the pin's pass refills what the flow before
 // took), so every warm flow meets what warm-up keeps, not a pool the
