@@ -155,10 +155,8 @@ func (w *warmSource) SelectorChoices() []health.NodeID {
 	return out
 }
 
-// UDPRanked is, for every group and address family, its UDP ranking: the
-// pick first, then the other eligible members' leaves; a URLTest's by its
-// ranking (members without strikes first, measured before unmeasured,
-// then the lower average), another policy's in declaration order.
+// UDPRanked is, for every group and address family, its UDP ranking
+// (udpRanking) as node identities.
 func (w *warmSource) UDPRanked() [][]health.NodeID {
 	m := w.st.groups
 	if m == nil {
@@ -167,36 +165,46 @@ func (w *warmSource) UDPRanked() [][]health.NodeID {
 	var out [][]health.NodeID
 	for _, g := range m.Groups() {
 		for _, f := range [...]netx.Family{netx.V4, netx.V6} {
-			x := m.Explain(g.Tag, netx.UDP, f)
-			cands := slices.Clone(x.Candidates)
-			if x.Policy == "urltest" {
-				slices.SortStableFunc(cands, func(a, b group.Candidate) int {
-					switch {
-					case (a.Strikes > 0) != (b.Strikes > 0):
-						return boolOrder(a.Strikes > 0)
-					case a.Measured != b.Measured:
-						return boolOrder(!a.Measured)
-					}
-					return cmp.Compare(a.Latency, b.Latency)
-				})
-			}
 			var ranking []health.NodeID
-			add := func(leaf string) {
+			for _, leaf := range udpRanking(m.Explain(g.Tag, netx.UDP, f)) {
 				if id, ok := w.node(leaf); ok && !slices.Contains(ranking, id) {
 					ranking = append(ranking, id)
-				}
-			}
-			if x.Leaf != "" {
-				add(x.Leaf)
-			}
-			for _, c := range cands {
-				if c.Eligible && c.Leaf != "" {
-					add(c.Leaf)
 				}
 			}
 			if len(ranking) > 0 {
 				out = append(out, ranking)
 			}
+		}
+	}
+	return out
+}
+
+// udpRanking is the leaves of a group's UDP explanation in its ranking
+// order: the pick first, then the other eligible members' leaves; a
+// URLTest's by its ranking (members without strikes first, measured
+// before unmeasured, then the lower average, ties in declaration order),
+// another policy's in declaration order. A member behind a balancer has
+// no leaf of its own and is left out.
+func udpRanking(x group.Explanation) []string {
+	cands := slices.Clone(x.Candidates)
+	if x.Policy == "urltest" {
+		slices.SortStableFunc(cands, func(a, b group.Candidate) int {
+			switch {
+			case (a.Strikes > 0) != (b.Strikes > 0):
+				return boolOrder(a.Strikes > 0)
+			case a.Measured != b.Measured:
+				return boolOrder(!a.Measured)
+			}
+			return cmp.Compare(a.Latency, b.Latency)
+		})
+	}
+	var out []string
+	if x.Leaf != "" {
+		out = append(out, x.Leaf)
+	}
+	for _, c := range cands {
+		if c.Eligible && c.Leaf != "" && !slices.Contains(out, c.Leaf) {
+			out = append(out, c.Leaf)
 		}
 	}
 	return out

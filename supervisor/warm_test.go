@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"switchyard/group"
 	"switchyard/health"
 	"switchyard/health/healthtest"
 	"switchyard/internal/testcert"
@@ -395,4 +397,36 @@ func TestASelectorWriteMovesThePinAtOnce(t *testing.T) {
 	}
 	waitFor(t, "the new choice pinned", func() bool { return pooledOf(r.sv, "tj2") == 1 })
 	waitFor(t, "the old choice released", func() bool { st, _ := r.sv.WarmNode("tj"); return st.Owners == 0 && st.Pooled == 0 })
+}
+
+func TestUDPRankingOrder(t *testing.T) {
+	ms := time.Millisecond
+	x := group.Explanation{Policy: "urltest", Leaf: "c", Candidates: []group.Candidate{
+		{Member: "a", Leaf: "a", Eligible: true, Measured: true, Latency: 90 * ms},
+		{Member: "b", Leaf: "b", Eligible: true, Measured: true, Latency: 20 * ms, Strikes: 1},
+		{Member: "c", Leaf: "c", Eligible: true, Measured: true, Latency: 50 * ms},
+		{Member: "d", Leaf: "d", Eligible: false, Measured: true, Latency: 5 * ms},
+		{Member: "e", Leaf: "e", Eligible: true},
+		{Member: "f", Leaf: "f", Eligible: true, Measured: true, Latency: 40 * ms},
+		{Member: "lb", Kind: "balancer", Eligible: true, Measured: true, Latency: 1 * ms},
+	}}
+	// The pick (held within tolerance) first; then by strikes, evidence
+	// and average; the ineligible and the balancer left out.
+	if got, want := udpRanking(x), []string{"c", "f", "a", "e", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("urltest ranking %v, want %v", got, want)
+	}
+	x.Policy = "fallback"
+	if got, want := udpRanking(x), []string{"c", "a", "b", "e", "f"}; !slices.Equal(got, want) {
+		t.Fatalf("fallback ranking %v, want %v", got, want)
+	}
+}
+
+// A reload that turns selector_pin off releases the pinned pool at once.
+func TestAReloadOfWarmupApplies(t *testing.T) {
+	r := newTrojanRig(t, spec.Warmup{SelectorPin: true})
+	waitFor(t, "the pinned connection", func() bool { return pooledOf(r.sv, "tj") == 1 })
+	if err := r.sv.Apply(r.spec(spec.Warmup{})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the release", func() bool { st, _ := r.sv.WarmNode("tj"); return st.Owners == 0 && st.Pooled == 0 })
 }
