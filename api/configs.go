@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -38,7 +39,11 @@ func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
 	allowLAN, bind := false, "127.0.0.1"
 	for _, in := range sp.Inbounds {
 		if k := key[in.Type]; k != "" && ports[k] == 0 {
+			// The port bound (a listen on port 0 gets one of the kernel's).
 			ports[k] = int(in.Listen.Port())
+			if a, ok := s.b.Listening(in.Tag).(*net.TCPAddr); ok {
+				ports[k] = a.Port
+			}
 		}
 		if !in.Listen.Addr().IsLoopback() {
 			allowLAN, bind = true, in.Listen.Addr().String()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"log/slog"
+	"net"
 	"testing"
 )
 
@@ -13,6 +14,11 @@ func TestConfigs(t *testing.T) {
 	if c["mode"] != "rule" || c["log-level"] != "info" || c["allow-lan"] != false || c["mixed-port"] != float64(0) ||
 		c["socks-port"] == nil || c["port"] != float64(0) {
 		t.Fatalf("configs: %v", c)
+	}
+	// The socks inbound listens on port 0: the port reported is the one
+	// bound.
+	if want := r.sv.Addr("socks-in").(*net.TCPAddr).Port; c["socks-port"] != float64(want) {
+		t.Fatalf("socks-port %v, want the bound %d", c["socks-port"], want)
 	}
 	if code, b := r.do(t, "PATCH", "/configs", "", `{"log-level":"debug"}`); code != 204 {
 		t.Fatalf("patch: %d %s", code, b)

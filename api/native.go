@@ -61,6 +61,7 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Put("/switchyard/v1/groups/{name}/select", s.nativeSelect)
 	r.Get("/switchyard/v1/nodes/{name}", s.nativeNode)
 	r.Get("/switchyard/v1/admission", s.nativeAdmission)
+	r.Get("/switchyard/v1/connections", s.nativeConnections)
 }
 
 type candidateJSON struct {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +23,14 @@ type ruleJSON struct {
 	Size    int    `json:"size"`
 	Index   int    `json:"index"`
 	Hits    uint64 `json:"hitCount"`
+	// Extra is mihomo's per-rule state, where dashboards read it: the
+	// switch and the hit count (no miss counts or times are kept).
+	Extra ruleExtra `json:"extra"`
+}
+
+type ruleExtra struct {
+	Disabled bool   `json:"disabled"`
+	Hits     uint64 `json:"hitCount"`
 }
 
 // rules is GET /rules: every rule in order, then the final target as
@@ -32,9 +41,10 @@ type ruleJSON struct {
 func (s *Server) rules(w http.ResponseWriter, _ *http.Request) {
 	sp := s.spec.Load()
 	var hits []uint64
+	var off []bool
 	if b, ok := s.b.(planeBackend); ok {
 		if p := b.Plane(); p != nil && len(p.Rules) == len(sp.Rules) {
-			hits = p.Hits()
+			hits, off = p.Hits(), p.Disabled()
 		}
 	}
 	hit := func(i int) uint64 {
@@ -46,10 +56,65 @@ func (s *Server) rules(w http.ResponseWriter, _ *http.Request) {
 	out := make([]ruleJSON, 0, len(sp.Rules)+1)
 	for i, r := range sp.Rules {
 		typ, payload := describeRule(r)
-		out = append(out, ruleJSON{Type: typ, Payload: payload, Proxy: r.Outbound, Size: -1, Index: i, Hits: hit(i)})
+		out = append(out, ruleJSON{Type: typ, Payload: payload, Proxy: r.Outbound, Size: -1, Index: i, Hits: hit(i),
+			Extra: ruleExtra{Disabled: i < len(off) && off[i], Hits: hit(i)}})
 	}
-	out = append(out, ruleJSON{Type: "Match", Proxy: sp.Route.Final, Size: -1, Index: len(sp.Rules), Hits: hit(len(sp.Rules))})
+	final := len(sp.Rules)
+	out = append(out, ruleJSON{Type: "Match", Proxy: sp.Route.Final, Size: -1, Index: final, Hits: hit(final),
+		Extra: ruleExtra{Hits: hit(final)}})
 	writeJSON(w, http.StatusOK, map[string]any{"rules": out})
+}
+
+// disableRules is PATCH /rules/disable {"<index>": true|false, ...}, as
+// mihomo takes it: the rules of those indexes (GET /rules' index) are
+// switched off, or back on, for the flows routed after it; open flows keep
+// their route. The switches belong to the rules in force: a reload
+// starts with every rule on, as mihomo's does. The final (Match) cannot
+// be switched off (it is where a flow no rule matches goes; switching it
+// on is a no-op); an index that is no rule refuses the whole request,
+// which then changes nothing. 204.
+func (s *Server) disableRules(w http.ResponseWriter, r *http.Request) {
+	var body map[string]bool
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, errBadRequest)
+		return
+	}
+	b, ok := s.b.(planeBackend)
+	var p *plane.Plane
+	if ok {
+		p = b.Plane()
+	}
+	if p == nil {
+		writeError(w, http.StatusServiceUnavailable, "no rules are in force")
+		return
+	}
+	change := make(map[int]bool, len(body))
+	for k, v := range body {
+		i, err := strconv.Atoi(k)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "rule index "+strconv.Quote(k)+" is not a number")
+			return
+		}
+		if i == len(p.Rules) && v {
+			writeError(w, http.StatusBadRequest, "the final (Match) cannot be switched off")
+			return
+		}
+		if i != len(p.Rules) {
+			change[i] = v
+		}
+	}
+	if err := p.SetDisabled(change); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	for i, v := range change {
+		if v {
+			s.log.Info("rule switched off", "index", i, "rule", plane.RuleName(i))
+		} else {
+			s.log.Info("rule switched on", "index", i, "rule", plane.RuleName(i))
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // describeRule names a rule's keys as Clash rule types.

@@ -87,6 +87,8 @@ type Backend interface {
 	// BalancerStatus is the balancer tag's current member and its
 	// members' health.
 	BalancerStatus(tag string) (balancer.Status, bool)
+	// Listening is the address the inbound tag is bound to; nil when none.
+	Listening(tag string) net.Addr
 }
 
 // Options are the API's settings.
@@ -106,6 +108,12 @@ type Options struct {
 	// from payload, or (both empty) the file the process runs. A refusal
 	// leaves the running configuration serving and is its error.
 	Reload func(path string, payload []byte) error
+	// Restart, when set, begins a restart of the process (POST /restart):
+	// it returns at once, nil once the restart is under way, and the
+	// process then stops as on SIGTERM (Close among it, which lets the
+	// answer go out first) and executes its binary again. Without it
+	// POST /restart is 501.
+	Restart func() error
 	// Logs, when set, is the hub of the process's log records: /logs
 	// streams them.
 	Logs *LogHub
@@ -120,8 +128,8 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Server is the API's HTTP server. Its goroutines (the server's, the
-// traffic sampler and every stream) end by Close.
+// Server is the API's HTTP server. Its goroutines (the server's and
+// every stream's) end by Close.
 type Server struct {
 	b    Backend
 	opts Options
@@ -129,7 +137,6 @@ type Server struct {
 	spec atomic.Pointer[spec.Spec]
 	// logLevel is the level /configs reports, in Clash's words.
 	logLevel atomic.Pointer[string]
-	totals   totals
 
 	ctx    context.Context // cancelled by Close: ends every stream
 	cancel context.CancelFunc
@@ -138,7 +145,7 @@ type Server struct {
 	srv     *http.Server
 	ln      net.Listener
 	closed  bool
-	wg      sync.WaitGroup // the serve loop, the sampler and every WebSocket stream
+	wg      sync.WaitGroup // the serve loop and every WebSocket stream
 	handler http.Handler
 }
 
@@ -155,7 +162,6 @@ func New(b Backend, opts Options) *Server {
 	s.spec.Store(opts.Spec)
 	lvl := clashLevel(opts.Spec.Log.Level)
 	s.logLevel.Store(&lvl)
-	s.totals.last = map[uint64]flowBytes{}
 	s.handler = s.routes()
 	return s
 }
@@ -188,16 +194,12 @@ func (s *Server) Start(listen string) error {
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("api server stopped", "error", err)
 		}
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.sample()
 	}()
 	s.log.Info("api listening", "address", ln.Addr().String())
 	return nil
@@ -235,19 +237,4 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return err
-}
-
-// sample accounts the flows' bytes every second, so that a closed flow's
-// bytes stay in the totals.
-func (s *Server) sample() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			s.account()
-		}
-	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -31,6 +32,22 @@ func (s *Server) hold() bool {
 // serveWS upgrades r and sends next() at once and then every period, until
 // the peer goes, a write fails or the server closes.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, period time.Duration, next func() any) {
+	s.serveWSWith(w, r, period, encodeJSON(next))
+}
+
+// encodeJSON writes next() as one line of JSON.
+func encodeJSON(next func() any) func(io.Writer) error {
+	return func(w io.Writer) error { return json.NewEncoder(w).Encode(next()) }
+}
+
+// wsWriteTimeout bounds each message's write: a peer that reads slower is
+// dropped, so that what it has not read is never held for it.
+const wsWriteTimeout = 5 * time.Second
+
+// serveWSWith upgrades r and has write write one text message at once and
+// then one every period (a tick missed while a write runs is skipped),
+// until the peer goes, a write fails or the server closes.
+func (s *Server) serveWSWith(w http.ResponseWriter, r *http.Request, period time.Duration, write func(io.Writer) error) {
 	if !s.hold() {
 		writeError(w, http.StatusServiceUnavailable, "Server closing")
 		return
@@ -56,8 +73,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, period time.Dur
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if err := c.WriteJSON(next()); err != nil {
+		c.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		mw, err := c.NextWriter(websocket.TextMessage)
+		if err != nil {
+			return
+		}
+		if err := write(mw); err != nil {
+			return
+		}
+		if err := mw.Close(); err != nil {
 			return
 		}
 		select {
@@ -74,13 +98,20 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, period time.Dur
 // serveChunked sends next() as one JSON line at once and then every
 // period, flushed, until the client goes or the server closes.
 func (s *Server) serveChunked(w http.ResponseWriter, r *http.Request, period time.Duration, next func() any) {
+	s.serveChunkedWith(w, r, period, encodeJSON(next))
+}
+
+// serveChunkedWith has write write one line at once and then one every
+// period, each flushed, until the client goes, a write fails or the
+// server closes.
+func (s *Server) serveChunkedWith(w http.ResponseWriter, r *http.Request, period time.Duration, write func(io.Writer) error) {
 	w.Header().Set("Content-Type", "application/json")
 	rc := http.NewResponseController(w)
-	enc := json.NewEncoder(w)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		if err := enc.Encode(next()); err != nil || rc.Flush() != nil {
+		rc.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		if err := write(w); err != nil || rc.Flush() != nil {
 			return
 		}
 		select {
@@ -103,7 +134,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, period time.Dura
 // traffic is GET /traffic: {"up","down"} in bytes per second over the last
 // second, every second.
 func (s *Server) traffic(w http.ResponseWriter, r *http.Request) {
-	_, up, down := s.account()
+	up, down := s.byteTotals()
 	at := time.Now()
 	first := true
 	s.stream(w, r, time.Second, func() any {
@@ -111,7 +142,7 @@ func (s *Server) traffic(w http.ResponseWriter, r *http.Request) {
 			first = false
 			return map[string]int64{"up": 0, "down": 0}
 		}
-		_, u, d := s.account()
+		u, d := s.byteTotals()
 		now := time.Now()
 		secs := now.Sub(at).Seconds()
 		out := map[string]int64{"up": int64(float64(u-up) / secs), "down": int64(float64(d-down) / secs)}

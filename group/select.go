@@ -20,6 +20,12 @@ import (
 // ErrReplaced: the caller writes to the Manager now published (see
 // Migrate), so no write is acknowledged on a replaced Manager.
 func (m *Manager) Select(group, member string, networks ...netx.Network) (int, error) {
+	return m.write(group, member, true, networks)
+}
+
+// write stores a Selector's choice on networks (none given: both): member
+// when set, else no choice (the default again). See Select and Clear.
+func (m *Manager) write(group, member string, set bool, networks []netx.Network) (int, error) {
 	if len(networks) == 0 {
 		networks = []netx.Network{netx.TCP, netx.UDP}
 	}
@@ -29,8 +35,8 @@ func (m *Manager) Select(group, member string, networks ...netx.Network) (int, e
 		}
 	}
 	type change struct {
-		net netx.Network
-		old int32 // the effective member before
+		net      netx.Network
+		old, now int32 // the effective member before and after
 	}
 	var changes [2]change
 	k := 0
@@ -49,18 +55,21 @@ func (m *Manager) Select(group, member string, networks ...netx.Network) (int, e
 		m.mu.Unlock()
 		return 0, fmt.Errorf("group %q is a %s group: %w", group, g.pol, ErrNotSelector)
 	}
-	mi := g.memberIndex(member)
-	if mi < 0 {
-		m.mu.Unlock()
-		return 0, fmt.Errorf("group %q: %q: %w", group, member, ErrNotMember)
+	mi := none
+	if set {
+		if mi = g.memberIndex(member); mi < 0 {
+			m.mu.Unlock()
+			return 0, fmt.Errorf("group %q: %q: %w", group, member, ErrNotMember)
+		}
 	}
 	for _, n := range networks {
 		if g.choice[n].Load() == mi {
 			continue
 		}
-		changes[k] = change{net: n, old: g.effective(int(n))}
-		k++
+		old := g.effective(int(n))
 		g.choice[n].Store(mi)
+		changes[k] = change{net: n, old: old, now: g.effective(int(n))}
+		k++
 	}
 	if k > 0 {
 		m.soles()
@@ -78,14 +87,14 @@ func (m *Manager) Select(group, member string, networks ...netx.Network) (int, e
 	m.markAll()
 	m.emit()
 	for _, c := range changes[:k] {
-		if c.old >= 0 && c.old != mi {
+		if c.old >= 0 && c.old != c.now {
 			m.switched(g, int(c.net), SwitchManual)
 		}
 	}
 	closed := 0
 	if g.interr && m.o.OnInterrupt != nil {
 		for _, c := range changes[:k] {
-			if c.old >= 0 && c.old != mi {
+			if c.old >= 0 && c.old != c.now {
 				closed += m.o.OnInterrupt(group, g.members[c.old].tag, c.net)
 			}
 		}

@@ -58,6 +58,13 @@ func TestEverySwitchIsHeardWithItsReason(t *testing.T) {
 	}
 	e.m.Select("s", "b", netx.TCP)
 	want("a selector write", "s tcp manual")
+	if _, err := e.m.Clear("s", netx.TCP); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Clear("s", netx.TCP)
+	want("a selector cleared back to its first member", "s tcp manual")
+	e.m.Select("s", "b", netx.TCP)
+	want("a selector write after the clear", "s tcp manual")
 	e.h.latency("b", health.TCP, 1)
 	e.tcp("u")
 	want("a faster member", "u tcp lower_latency")

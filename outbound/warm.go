@@ -54,3 +54,20 @@ type Warmer interface {
 	// Warmth reads the state; it takes no lock a dial holds.
 	Warmth() Warmth
 }
+
+// WarmerOf is what warms o: o itself when it is a Warmer, else what a
+// wrapper around it (one with Unwrap, such as udp = false's) wraps; nil
+// when nothing does.
+func WarmerOf(o Outbound) Warmer {
+	for o != nil {
+		if w, ok := o.(Warmer); ok {
+			return w
+		}
+		u, ok := o.(interface{ Unwrap() Outbound })
+		if !ok {
+			return nil
+		}
+		o = u.Unwrap()
+	}
+	return nil
+}

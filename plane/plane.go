@@ -1,5 +1,6 @@
 // Package plane is the published routing snapshot: the rules, the targets
-// keyed by tag, and the epoch. A Plane is immutable once published; the Cell
+// keyed by tag, and the epoch. A Plane is immutable once published (but for
+// its rules' hit counts and on/off switches, atomics of their own); the Cell
 // swaps it with one atomic store and every flow (every UDP packet) loads it
 // once.
 package plane
@@ -62,6 +63,8 @@ type Plane struct {
 	// packet). Made with the plane's first Hit; see Hits.
 	hitsOnce sync.Once
 	hits     []atomic.Uint64
+	// switches are the rules switched off at run time (disable.go).
+	switches ruleSwitch
 }
 
 func (p *Plane) hitTable() []atomic.Uint64 {
@@ -143,7 +146,8 @@ const (
 )
 
 // Route returns the target of the first rule f matches, or the final target,
-// and the index of that rule (Final when none matched). A flow from an
+// and the index of that rule (Final when none matched); a rule switched
+// off (SetDisabled) matches nothing. A flow from an
 // inbound toward port 53 goes to the DNS service when there is one
 // (Intercepted). In global and direct mode the block rules (Blocks) still
 // apply, and every other flow goes to the GLOBAL selector (RoutedGlobal) or
@@ -162,6 +166,9 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 			return p.blocked(f, p.Direct, RoutedDirect)
 		}
 	}
+	if off := p.offRules(); off != nil {
+		return p.routeSkipping(f, off)
+	}
 	for i := range p.Rules {
 		if p.Rules[i].Match.Match(f) {
 			return p.Rules[i].Target, i
@@ -172,7 +179,11 @@ func (p *Plane) Route(f *netx.Flow) (*Target, int) {
 
 // blocked is the first block rule f matches, else the mode's target t.
 func (p *Plane) blocked(f *netx.Flow, t *Target, i int) (*Target, int) {
+	off := p.offRules()
 	for _, b := range p.Blocks {
+		if off != nil && off[b] {
+			continue
+		}
 		if p.Rules[b].Match.Match(f) {
 			return p.Rules[b].Target, b
 		}

@@ -11,6 +11,9 @@ CACHE=${SWITCHYARD_PEERS:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/switchyard-pee
 
 xray_bin() { echo "$CACHE/xray-$XRAY_VERSION/xray"; }
 singbox_bin() { echo "$CACHE/sing-box-$SINGBOX_VERSION/sing-box"; }
+# sing-box with its Clash API (with_clash_api): only bench/api needs it, so
+# `install` leaves it out; `install sing-box-clashapi` builds it.
+singbox_clashapi_bin() { echo "$CACHE/sing-box-clashapi-$SINGBOX_VERSION/sing-box"; }
 
 install_xray() {
 	local bin
@@ -33,20 +36,36 @@ install_singbox() {
 	(cd "$dir" && GOFLAGS=-buildvcs=false GOBIN="$dir" go install -tags "$SINGBOX_TAGS" "github.com/sagernet/sing-box/cmd/sing-box@$SINGBOX_VERSION")
 }
 
+install_singbox_clashapi() {
+	local bin dir
+	bin=$(singbox_clashapi_bin)
+	[ -x "$bin" ] && return 0
+	dir=$(dirname "$bin")
+	mkdir -p "$dir"
+	(cd "$dir" && GOFLAGS=-buildvcs=false GOBIN="$dir" go install -tags "$SINGBOX_TAGS,with_clash_api" "github.com/sagernet/sing-box/cmd/sing-box@$SINGBOX_VERSION")
+}
+
 case "${1:-install}" in
 install)
-	install_xray
-	install_singbox
+	case "${2:-}" in
+	"")
+		install_xray
+		install_singbox
+		;;
+	sing-box-clashapi) install_singbox_clashapi ;;
+	*) echo "peers.sh: unknown peer ${2:-}" >&2; exit 2 ;;
+	esac
 	;;
 path)
 	case "${2:-}" in
 	xray) xray_bin ;;
 	sing-box) singbox_bin ;;
+	sing-box-clashapi) singbox_clashapi_bin ;;
 	*) echo "peers.sh: unknown peer ${2:-}" >&2; exit 2 ;;
 	esac
 	;;
 *)
-	echo "usage: scripts/peers.sh [install | path NAME]" >&2
+	echo "usage: scripts/peers.sh [install [sing-box-clashapi] | path NAME]" >&2
 	exit 2
 	;;
 esac

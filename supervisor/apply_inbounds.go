@@ -106,6 +106,7 @@ func (sv *Supervisor) commitInbounds(p *inboundPlan, drain spec.Drain) {
 		delete(sv.inbounds, tag)
 		sv.log.Info("inbound " + tag + " removed")
 	}
+	sv.publishListening()
 	sv.pruneRetired()
 }
 

@@ -91,6 +91,8 @@ type Supervisor struct {
 	bg         sync.WaitGroup // the network watcher and the delay saver
 	// nodeIDs is each outbound tag's node identity in the published state.
 	nodeIDs atomic.Pointer[map[string]health.NodeID]
+	// listening is each bound inbound's address, by tag (listening.go).
+	listening atomic.Pointer[map[string]net.Addr]
 	// balancerPub is each balancer of the published state, by tag.
 	balancerPub atomic.Pointer[map[string]*balancer.Balancer]
 	// dnsCur is the DNS runtime in force (nil without [dns]), for readers;
@@ -250,6 +252,7 @@ func (sv *Supervisor) Start() error {
 		sv.inbounds[tag] = l
 		l.run()
 	}
+	sv.publishListening()
 	sv.startProbes(sv.cur)
 	sv.startHealth()
 	sv.warm.Start()

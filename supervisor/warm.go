@@ -69,8 +69,8 @@ func (w *warmSource) Nodes() []warm.Node {
 		if r == nil {
 			continue
 		}
-		wr, ok := r.target.Outbound().(outbound.Warmer)
-		if !ok {
+		wr := outbound.WarmerOf(r.target.Outbound())
+		if wr == nil {
 			continue
 		}
 		out = append(out, warm.Node{

@@ -182,15 +182,18 @@ func newTrojanRig(t *testing.T, w spec.Warmup) *trojanRig {
 }
 
 // probed reports whether a health probe came through the server.
-func (s *trojanServer) probed() bool {
+func (s *trojanServer) probed() bool { return s.probes() > 0 }
+
+// probes counts the health probes that came through the server.
+func (s *trojanServer) probes() (n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.conns {
 		if c.probe.Load() {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func (r *trojanRig) spec(w spec.Warmup) *spec.Spec {
@@ -429,4 +432,49 @@ func TestAReloadOfWarmupApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the release", func() bool { st, _ := r.sv.WarmNode("tj"); return st.Owners == 0 && st.Pooled == 0 })
+}
+
+// With 50 poolable nodes and the defaults (preconnect "auto", the pin),
+// the warm-up holds 8 connections: the preconnect's 8 nodes, the
+// Selector's choice among them; nothing else connects.
+func TestWarmupDefaultsBoundWith50Nodes(t *testing.T) {
+	r := &trojanRig{srv: newTrojanServer(t), clock: healthtest.NewClock(healthtest.Epoch), check: checkServer(t)}
+	u, _ := url.Parse(r.check)
+	port, _ := strconv.Atoi(u.Port())
+	r.srv.probePort.Store(uint32(port))
+	s := r.spec(spec.Warmup{Preconnect: spec.PreconnectAuto, SelectorPin: true})
+	node := s.Outbounds[0]
+	s.Outbounds = s.Outbounds[1:]
+	var members []string
+	for i := range 50 {
+		n := node
+		n.Tag = "n" + strconv.Itoa(i)
+		s.Outbounds = append(s.Outbounds, n)
+		members = append(members, n.Tag)
+	}
+	s.Groups = []spec.Group{{Tag: "pick", Policy: "selector", Members: members, Default: "n20"}}
+	sv, _ := run(t, s, Options{clock: r.clock})
+	pooled := func() (n int) {
+		for _, st := range sv.Warm() {
+			n += st.Pooled
+		}
+		return n
+	}
+	waitFor(t, "the preconnect", func() bool { return pooled() == spec.PreconnectAuto })
+	waitFor(t, "every node's first probe", func() bool { return r.srv.probes() >= 50 })
+	if n, _ := r.srv.accepted(); n != spec.PreconnectAuto {
+		t.Fatalf("%d connections, want %d", n, spec.PreconnectAuto)
+	}
+	st, _ := sv.WarmNode("n20")
+	if st.Owners != warm.OwnSelector || st.Pooled != 1 {
+		t.Fatalf("the choice n20: %+v", st)
+	}
+	for _, tag := range []string{"n0", "n6"} { // the first in configuration order after the pick
+		if st, _ := sv.WarmNode(tag); st.Pooled != 1 || st.Owners != 0 {
+			t.Fatalf("%s: %+v", tag, st)
+		}
+	}
+	if st, _ := sv.WarmNode("n7"); st.Pooled != 0 {
+		t.Fatalf("n7, the ninth, was preconnected")
+	}
 }

@@ -29,6 +29,8 @@ type meter struct {
 	charge bool
 	done   chan struct{}
 
+	memo atomic.Pointer[memo] // a reader's, kept with the flow (Entry.SetMemo)
+
 	inner    io.Closer
 	once     sync.Once
 	closeErr error
@@ -106,7 +108,7 @@ func (m *meter) shut() {
 		close(m.done)
 	}
 	m.closeErr = m.inner.Close()
-	m.t.remove(m.id)
+	m.t.remove(m)
 }
 
 // interrupt closes the flow as killed and reports whether this call closed

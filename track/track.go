@@ -56,10 +56,11 @@ type Snapshot struct {
 // Tracker holds the live flows. Its table is bounded by the number of live
 // flows: a flow leaves it when its conn or link is closed.
 type Tracker struct {
-	mu    sync.Mutex // guards flows, last and ended
+	mu    sync.Mutex // guards flows, last, ended and live
 	flows map[uint64]*meter
 	last  uint64               // the id given to the latest flow; ids start at 1
 	ended map[totalsKey]*ended // the totals of every key (totals.go)
+	live  live                 // the ordered index and the closed log (live.go)
 
 	sessions sessions  // session.go
 	users    users     // users.go
@@ -173,13 +174,16 @@ func (t *Tracker) add(m *meter, datagram bool) {
 	m.id = t.last
 	t.flows[m.id] = m
 	t.enterLocked(m)
+	t.live.index(m)
 	t.mu.Unlock()
 }
 
-func (t *Tracker) remove(id uint64) {
+// remove takes m out of the table once its close has returned.
+func (t *Tracker) remove(m *meter) {
 	t.mu.Lock()
-	if m, ok := t.flows[id]; ok {
-		t.dropLocked(m)
+	if cur, ok := t.flows[m.id]; ok && cur == m {
+		t.dropLocked(m) // a Kill took it out already
 	}
+	t.live.unindex(m)
 	t.mu.Unlock()
 }

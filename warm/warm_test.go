@@ -1,11 +1,16 @@
 package warm
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"switchyard/health"
+	"switchyard/health/healthtest"
 	"switchyard/outbound"
 )
 
@@ -313,3 +318,34 @@ func TestReloadKeepsUnchangedRuntimes(t *testing.T) {
 		t.Fatalf("the old runtime keeps bits %v", change.Owners())
 	}
 }
+
+// Each attempt that opened something or failed is one debug line with
+// the node, the mechanism, the outcome and the duration.
+func TestAnAttemptIsLogged(t *testing.T) {
+	nodes, ws := fleet(2, outbound.WarmSession, false)
+	var buf syncBuffer
+	m := New(Options{Clock: healthtest.NewClock(healthtest.Epoch), Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer m.Close()
+	m.Update(&fakeSource{nodes: nodes, choices: []health.NodeID{nodeID(0)}}, Config{SelectorPin: true})
+	m.Start()
+	waitFor(t, "the attempt", func() bool { return ws[0].up.Load() })
+	waitFor(t, "its line", func() bool { return strings.Contains(buf.String(), "warm attempt") })
+	line := buf.String()
+	for _, want := range []string{"level=DEBUG", "node=na", `what="selector pin"`, "outcome=opened", "duration="} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("the line lacks %s: %s", want, line)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

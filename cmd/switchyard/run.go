@@ -52,8 +52,13 @@ func runCmd() *cobra.Command {
 			servePprof(log)
 			// The embedded default's API is a convenience: a taken port
 			// leaves the proxy running without it.
-			return serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log,
+			err = serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log,
 				serveOptions{level: level, apiOptional: path == "", logs: hub})
+			var restart restartError
+			if errors.As(err, &restart) {
+				return reexec(log, restart.exe)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", "", "configuration file (TOML); default: the embedded default")
@@ -100,6 +105,8 @@ type serveOptions struct {
 	// reload applies a configuration from a path, a payload, or (both
 	// empty) the file the process runs: the API's PUT /configs.
 	reload func(path string, payload []byte) error
+	// restart begins a restart: the API's POST /restart (restart.go).
+	restart func() error
 	// metrics are what the API's GET /metrics serves; nil without [api].
 	metrics *metrics.Metrics
 }
@@ -113,7 +120,7 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 	opts := api.Options{
 		Secret: s.API.Secret, ExternalUI: s.API.ExternalUI, AllowOrigins: s.API.AllowOrigins,
 		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"), Logs: o.logs,
-		Reload: o.reload,
+		Reload: o.reload, Restart: o.restart,
 	}
 	if o.metrics != nil {
 		opts.Metrics = o.metrics.Handler()
@@ -131,9 +138,11 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 }
 
 // serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
-// with reload and applies it. The API starts before the supervisor's
-// inbounds and stops before the supervisor; a reload does not move it
-// (its listen, secret and origins are read at start).
+// with reload and applies it. A restart the API asks for stops it as
+// SIGTERM does, then serve returns a restartError for its caller to
+// execute the binary again (restart.go). The API starts before the
+// supervisor's inbounds and stops before the supervisor; a reload does not
+// move it (its listen, secret and origins are read at start).
 func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
@@ -190,6 +199,8 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		}
 		return nil
 	}
+	restarts := make(chan string, 1)
+	o.restart = func() error { return requestRestart(restarts) }
 	o.reload = func(path string, payload []byte) error {
 		switch {
 		case len(payload) > 0:
@@ -221,14 +232,12 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		sv.Close()
 		return exitError{1}
 	}
-	for sig := <-sigs; sig == syscall.SIGHUP || sig == syscall.SIGUSR1; sig = <-sigs {
-		if sig == syscall.SIGUSR1 {
-			logStats(log, sv)
-			continue
-		}
-		applyReload(reload)
+	exe := waitStop(sigs, restarts, log, sv, func() { applyReload(reload) })
+	if exe != "" {
+		log.Info("restarting: stopping first")
+	} else {
+		log.Info("stopping")
 	}
-	log.Info("stopping")
 	done := make(chan struct{})
 	go func() {
 		if apiSrv != nil {
@@ -241,6 +250,9 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 	case <-done:
 	case <-time.After(shutdownGrace):
 		log.Warn("stopping took too long; exiting with flows still open")
+	}
+	if exe != "" {
+		return restartError{exe}
 	}
 	return nil
 }

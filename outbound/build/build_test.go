@@ -49,3 +49,23 @@ func TestUDPFalseKeepsProbeAndClose(t *testing.T) {
 		t.Fatal("a direct outbound became probeable")
 	}
 }
+
+// udp = false keeps what the outbound keeps warm reachable.
+func TestUDPFalseKeepsTheWarmer(t *testing.T) {
+	o, err := Outbound(spec.Outbound{Tag: "t", Type: "trojan", Server: "127.0.0.1:443", Password: "p", AddressFamily: "auto",
+		TLS: &spec.TLS{ServerName: "t.test"}, UDP: false}, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := outbound.WarmerOf(o)
+	if w == nil || w.Warmth().Kind != outbound.WarmPool {
+		t.Fatalf("udp = false hid the warmer: %v", w)
+	}
+	if outbound.CarriesUDP(o) {
+		t.Fatal("udp = false carries UDP")
+	}
+	d, _ := Outbound(spec.Outbound{Tag: "d", Type: "direct", UDP: false}, deps())
+	if outbound.WarmerOf(d) != nil {
+		t.Fatal("a direct outbound warms something")
+	}
+}

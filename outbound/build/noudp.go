@@ -30,6 +30,10 @@ func (n noUDP) Close() error {
 	return nil
 }
 
+// Unwrap is the wrapped outbound, for what it keeps warm
+// (outbound.WarmerOf).
+func (n noUDP) Unwrap() outbound.Outbound { return n.Outbound }
+
 // ServerFamily is the wrapped outbound's, when it reports one: the address
 // family of its connection to its server, for the health probes. ok is
 // false when it does not tell.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -67,8 +68,10 @@ type browser struct {
 	ctx context.Context
 	out string
 
-	mu     sync.Mutex
-	events []string
+	mu      sync.Mutex
+	events  []string
+	methods map[network.RequestID]string // the API requests' methods
+	refused []string                     // "METHOD path: status" of every API answer >= 400
 }
 
 func newBrowser(t *testing.T, ctx context.Context, api string) *browser {
@@ -86,14 +89,33 @@ func newBrowser(t *testing.T, ctx context.Context, api string) *browser {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelTab := chromedp.NewContext(actx)
+	b := &browser{t: t, ctx: bctx, out: artifacts(t), methods: map[network.RequestID]string{}}
+	if err := chromedp.Listen(bctx, b.note(api)); err != nil {
+		cancelTab()
+		cancelAlloc()
+		t.Fatalf("starting chromium: %v", err)
+	}
+	// The page's confirmations (window.confirm, before "Restart Core")
+	// are accepted, as the user who clicked means them; each is noted.
+	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.events = append(b.events, "dialog accepted: "+ev.Message)
+			b.mu.Unlock()
+			chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
+		<-accepted
 	})
-	b := &browser{t: t, ctx: bctx, out: artifacts(t)}
-	if err := chromedp.Listen(bctx, b.note(api)); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
 	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
@@ -135,11 +157,29 @@ func (b *browser) note(api string) func(ev any) {
 			if e.ExceptionDetails.Exception != nil {
 				line += " " + e.ExceptionDetails.Exception.Description
 			}
+		case *network.EventRequestWillBeSent:
+			if strings.HasPrefix(e.Request.URL, api) {
+				b.mu.Lock()
+				b.methods[e.RequestID] = e.Request.Method
+				b.mu.Unlock()
+			}
+			return
 		case *network.EventResponseReceived:
 			if !strings.HasPrefix(e.Response.URL, api) || strings.HasPrefix(e.Response.URL, api+"/ui/") {
 				return
 			}
-			line = fmt.Sprintf("%d %s", e.Response.Status, e.Response.URL)
+			b.mu.Lock()
+			method := b.methods[e.RequestID]
+			delete(b.methods, e.RequestID)
+			if e.Response.Status >= 400 {
+				path := strings.TrimPrefix(e.Response.URL, api)
+				if i := strings.IndexByte(path, '?'); i >= 0 {
+					path = path[:i]
+				}
+				b.refused = append(b.refused, fmt.Sprintf("%s %s: %d", method, path, e.Response.Status))
+			}
+			b.mu.Unlock()
+			line = fmt.Sprintf("%d %s %s", e.Response.Status, method, e.Response.URL)
 		case *network.EventLoadingFailed:
 			if e.BlockedReason != "" {
 				line = "blocked (" + string(e.BlockedReason) + ")"
@@ -250,4 +290,28 @@ func (b *browser) shot(name string) {
 		return
 	}
 	b.t.Logf("screenshot: %s", path)
+}
+
+// unanswered are the API requests of the page that switchyard refuses on
+// purpose: metacubexd's probe of its own companion service.
+var unanswered = map[string]bool{
+	"GET /api/control/info: 404": true,
+}
+
+// requireAnswered fails the test if the page was refused (a status of 400
+// or more) any API request but those in unanswered: whatever the pages
+// visited ask for, switchyard answers.
+func (b *browser) requireAnswered() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var refused []string
+	for _, r := range b.refused {
+		if !unanswered[r] {
+			refused = append(refused, r)
+		}
+	}
+	if len(refused) > 0 {
+		b.t.Errorf("the page's API requests refused:\n%s", strings.Join(refused, "\n"))
+	}
 }

@@ -25,10 +25,13 @@ const secret = "dash-s3cret"
 
 // config is a switchyard with the API (and metacubexd at /ui/) on apiPort,
 // a SOCKS inbound whose flows go to the selector "pick", and two SOCKS
-// nodes that work on loopback: each is an outbound to a second SOCKS
-// inbound of the same process, whose flows go direct. "auto" is a URLTest
-// group over both; health probes fetch probeURL through each node.
-func config(apiPort, upA, upB int, probeURL, ui string) string {
+// nodes on loopback: the inbounds up-a and up-b of a second switchyard
+// (upstream), whose flows go direct. The nodes are in a process of their
+// own so that whatever the first one's mode routes (global mode routes
+// every flow, as mihomo's does), the nodes' flows leave it. "auto" is a
+// URLTest group over both; health probes fetch probeURL through each node.
+// Flows to rulePort go to node-a by a rule.
+func config(apiPort, upA, upB, rulePort int, probeURL, ui, state string) string {
 	return fmt.Sprintf(`
 [log]
 level = "debug"
@@ -39,7 +42,7 @@ secret = %q
 external_ui = %q
 
 [state]
-path = ""
+path = %q
 
 [health]
 tcp_check_url = [%q]
@@ -52,16 +55,6 @@ check_timeout = "5s"
 tag = "socks-in"
 type = "socks"
 listen = "127.0.0.1:0"
-
-[[inbounds]]
-tag = "up-a"
-type = "socks"
-listen = "127.0.0.1:%d"
-
-[[inbounds]]
-tag = "up-b"
-type = "socks"
-listen = "127.0.0.1:%d"
 
 [[outbounds]]
 tag = "node-a"
@@ -88,9 +81,31 @@ members = ["node-a", "node-b"]
 final = "pick"
 
 [[rules]]
-inbound = ["up-a", "up-b"]
-outbound = "direct"
-`, apiPort, secret, ui, probeURL, upA, upB, upA, upB)
+port = [%d]
+outbound = "node-a"
+`, apiPort, secret, ui, state, probeURL, upA, upB, rulePort)
+}
+
+// upstream is the switchyard the nodes of config lead to: two SOCKS
+// inbounds whose flows go direct.
+func upstream(upA, upB int) string {
+	return fmt.Sprintf(`
+[state]
+path = ""
+
+[[inbounds]]
+tag = "up-a"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[[inbounds]]
+tag = "up-b"
+type = "socks"
+listen = "127.0.0.1:%d"
+
+[route]
+final = "direct"
+`, upA, upB)
 }
 
 // probeServer answers the health probes and delay tests with 204 after a
@@ -162,8 +177,12 @@ func apiGet(t *testing.T, url string, v any) {
 // The built metacubexd, served by switchyard at /ui/ and driven in headless
 // Chromium as a user would: it connects with the secret, lists the groups
 // and their members, shows the delays of a delay test started from the
-// page, switches the selector on a click, lists a live flow and shows the
-// process's log lines. Everything is asserted from the rendered page.
+// page, switches the selector on a click, lists a live flow, switches the
+// running mode and GLOBAL's choice (the next flows' rows following them),
+// shows the process's log lines, the rules and the data usage, and
+// restarts the core, after which it connects again. Everything is
+// asserted from the rendered page, and every API request the page makes
+// must be answered (requireAnswered).
 func TestMetacubexd(t *testing.T) {
 	ui, err := filepath.Abs(filepath.Join("testdata", "metacubexd"))
 	if err != nil {
@@ -178,10 +197,13 @@ func TestMetacubexd(t *testing.T) {
 	for "http://127.0.0.1:"+strconv.Itoa(apiPort) == defaultBackend {
 		apiPort = freeLoopbackPort(t)
 	}
-	p := start(t, config(apiPort, freeLoopbackPort(t), freeLoopbackPort(t), probe.URL+"/generate_204", ui))
+	upA, upB := freeLoopbackPort(t), freeLoopbackPort(t)
+	start(t, upstream(upA, upB))
+	rulePort := echoServer(t)
+	p := start(t, config(apiPort, upA, upB, rulePort, probe.URL+"/generate_204", ui, filepath.Join(t.TempDir(), "state.db")))
 	api := "http://127.0.0.1:" + strconv.Itoa(apiPort)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	b := newBrowser(t, ctx, api)
 
@@ -201,7 +223,12 @@ func TestMetacubexd(t *testing.T) {
 
 	proxiesPage(t, b, probe, api)
 	connectionsPage(t, b, p, api, echoPort)
+	modePage(t, b, p, api)
 	logsPage(t, b, p, api)
+	rulesPage(t, b, p, api, rulePort)
+	otherPages(b, api)
+	restartCore(t, b, p, api)
+	b.requireAnswered()
 }
 
 // proxiesPage: (a) the groups and their members are listed, and a delay
@@ -284,8 +311,7 @@ func connectionsPage(t *testing.T, b *browser, p *proc, api string, echoPort int
 	c, keep := flow(target), flow(other)
 
 	b.do("opening the connections page", chromedp.Navigate(api+"/ui/#/connections"))
-	// rowJS finds the row of the flow to host through pick and node-b (the
-	// rows of the nodes' own flows to their upstream inbounds go direct).
+	// rowJS finds the row of the flow to host through pick and node-b.
 	rowJS := func(host string) string {
 		q, _ := json.Marshal(host)
 		return `[...document.querySelectorAll('tr')].find(r => r.innerText.includes(` + string(q) +
@@ -353,4 +379,12 @@ func logsPage(t *testing.T, b *browser, p *proc, api string) {
 	b.waitText("the selector switch's and the reload's log lines on the logs page",
 		"selector choice changed", "member=node-b", "reloading the configuration", "reload applied")
 	b.shot("logs")
+}
+
+// otherPages: (h) the data-usage page renders; what it asks of the API
+// is answered (see requireAnswered).
+func otherPages(b *browser, api string) {
+	b.do("opening the data-usage page", chromedp.Navigate(api+"/ui/#/traffic"))
+	b.waitText("the data-usage page", "Time Range", "Data Retention", "TRAFFIC")
+	b.shot("traffic")
 }

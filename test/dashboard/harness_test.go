@@ -156,12 +156,15 @@ func freeLoopbackPort(t *testing.T) int {
 }
 
 // waitLog waits (d at most) until the process has logged a line holding s.
-func (p *proc) waitLog(s string, d time.Duration) {
+func (p *proc) waitLog(s string, d time.Duration) { p.t.Helper(); p.waitLogN(s, 1, d) }
+
+// waitLogN waits (d at most) until the process has logged n lines holding s.
+func (p *proc) waitLogN(s string, n int, d time.Duration) {
 	p.t.Helper()
 	deadline := time.Now().Add(d)
-	for !strings.Contains(p.logs.String(), s) {
+	for strings.Count(p.logs.String(), s) < n {
 		if time.Now().After(deadline) {
-			p.t.Fatalf("no %q in the log after %v:\n%s", s, d, p.logs)
+			p.t.Fatalf("not %d× %q in the log after %v:\n%s", n, s, d, p.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -156,7 +157,7 @@ func echoes(t *testing.T, c net.Conn) {
 		t.Fatal(err)
 	}
 	b := make([]byte, 4)
-	if _, err := c.Read(b); err != nil || string(b) != "ping" {
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
 		t.Fatalf("echo: %q %v", b, err)
 	}
 }

@@ -1,0 +1,84 @@
+package score
+
+import "time"
+
+// Layer is one evidence layer of a View, read at the View's time. Counts
+// are decayed; none of them is an identity.
+type Layer struct {
+	// Present reports that the layer's cell exists; an absent layer reads
+	// as zero.
+	Present bool
+	// Attempts are begun business flows; Successes useful completions;
+	// Failures every failure, SetupFailures the subset before setup.
+	Attempts, Successes, Failures, SetupFailures float64
+	// Hard reports an open hard failure episode.
+	Hard bool
+	// Qualified reports current qualification: earned (four effective
+	// useful completions since the last failure or reload, or recovery
+	// by four reporters) and within its lease.
+	Qualified bool
+	// LeaseUntil is when the qualification lease ends (zero: none).
+	LeaseUntil time.Time
+	// Usable reports recent usability: four distinct reporters with
+	// eligible business RX in the current availability cohort, the
+	// latest less than CohortGap ago.
+	Usable bool
+}
+
+// Probe is the node's configured-probe slot in the global aggregate.
+type Probe struct {
+	RTT   time.Duration
+	Valid bool // measured, not failed, and started after the node's failure and reload fences
+}
+
+// View is a blended read of one Scope's evidence.
+type View struct {
+	Global, Family, Exact Layer
+	// Rate is the blended posterior mean of success, Lower and Upper its
+	// Beta confidence bounds. The blend moves global → family → exact by
+	// each layer's own decayed outcomes (BlendThreshold).
+	Rate, Lower, Upper float64
+	// Support is the largest of the layers' separately decayed success
+	// counts, never their sum.
+	Support float64
+	Probe   Probe
+}
+
+func layerOf(c *cell, now int64) Layer {
+	if c == nil {
+		return Layer{}
+	}
+	v := c.ev.get(now)
+	l := Layer{
+		Present:       true,
+		Attempts:      v[attempts],
+		Successes:     v[successes],
+		Failures:      v[failures],
+		SetupFailures: v[setupFails],
+		Hard:          c.hard,
+		Qualified:     c.qualified(now),
+		Usable:        c.usable(now),
+	}
+	if c.lease != 0 {
+		l.LeaseUntil = time.Unix(0, c.lease)
+	}
+	return l
+}
+
+func (l Layer) counts() counts {
+	return counts{s: l.Successes, f: l.Failures + (SetupFailureWeight-1)*l.SetupFailures}
+}
+
+func newView(g, f, e *cell, now int64) View {
+	v := View{Global: layerOf(g, now), Family: layerOf(f, now), Exact: layerOf(e, now)}
+	c := blend(blend(v.Global.counts(), v.Family.counts()), v.Exact.counts())
+	v.Rate, v.Lower, v.Upper = bounds(c)
+	v.Support = max(v.Global.Successes, v.Family.Successes, v.Exact.Successes)
+	if g != nil {
+		v.Probe = Probe{Valid: g.probeValid()}
+		if v.Probe.Valid {
+			v.Probe.RTT = g.probeRTT
+		}
+	}
+	return v
+}
