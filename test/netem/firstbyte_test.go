@@ -126,6 +126,13 @@ func measureFirstByte(t *testing.T, target *netlab.Target, config func(apiPort i
 			got[proto] = append(got[proto], d)
 		}
 	}
+	for _, proto := range protocols {
+		// On, the pin's attempts are logged (which keeps the count below
+		// honest); off, there is none.
+		if n := sy.warmOpened(nodes[proto]); warm && n == 0 {
+			t.Errorf("warm-up on, yet no warm attempt logged for %s", nodes[proto])
+		}
+	}
 	if !warm {
 		for _, proto := range protocols {
 			if n := sy.warmOpened(nodes[proto]); n != 0 {
