@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/peers.sh install
 # The SOCKS4 end-to-end tests drive curl, a real SOCKS4/4a client.
 command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; }
+# The latency tests (test/netem) build a namespace and a delayed link with ip and tc.
+{ command -v ip && command -v tc; } >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; }
 # The dashboard test drives metacubexd in Debian's headless Chromium.
 command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 go vet ./...
