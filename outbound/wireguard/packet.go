@@ -63,9 +63,11 @@ type packetLink struct {
 	names map[string]cachedName
 
 	closeOnce sync.Once
-	// release gives back the link's hold on its tunnel's slot; set by
-	// DialPacket.
-	release func()
+	// tun is the tunnel the link rides; release gives back the link's hold
+	// on it; commit publishes a speculative link's own tunnel (Commit).
+	// Set by DialPacket.
+	tun             *tunnel
+	release, commit func()
 }
 
 type cachedName struct {
@@ -106,7 +108,23 @@ func newPacketLink(u *udpEndpoint, res *resolver, now func() time.Time, log *slo
 var (
 	_ netx.PacketLink   = (*packetLink)(nil)
 	_ netx.PacketWaiter = (*packetLink)(nil)
+	_ netx.Committer    = (*packetLink)(nil)
 )
+
+// Commit publishes the tunnel of a link a speculative dial opened on a
+// tunnel of its own (netx.Committer): it becomes the slot's when the slot
+// has none up or starting; otherwise it stays this link's and stops when
+// the link closes. On a link of the shared tunnel it does nothing.
+func (l *packetLink) Commit() {
+	select {
+	case <-l.closed:
+		return
+	default:
+	}
+	if l.commit != nil {
+		l.commit()
+	}
+}
 
 // WritePacket sends p to its own destination inside the tunnel. A name is
 // resolved with the destination resolver (and remembered for a minute); a

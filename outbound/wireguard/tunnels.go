@@ -71,10 +71,17 @@ func newTunnels(start func(context.Context) (*tunnel, error), now func() time.Ti
 }
 
 // acquire returns the live tunnel with a hold on it for one flow, starting
-// one when there is none; the flow releases it when it ends.
+// one when there is none; the flow releases it when it ends. A speculative
+// dial (netx.Speculative) that finds no tunnel up or starting starts a
+// detached one (slot.Slot.AcquireDetached): it is the flow's alone, and
+// goes with the flow's hold unless the flow commits it (adopt).
 func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
+	acquire := s.slot.Acquire
+	if netx.Speculative(ctx) {
+		acquire = s.slot.AcquireDetached
+	}
 	for {
-		r, err := s.slot.Acquire(ctx)
+		r, err := acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +93,15 @@ func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
 			continue
 		}
 		return r, nil
+	}
+}
+
+// adopt makes r, a detached tunnel a speculative flow committed, the
+// slot's when the slot has none (slot.Slot.Adopt); it does nothing for a
+// tunnel of the slot's own.
+func (s *tunnels) adopt(r *slot.Res[*tunnel]) {
+	if s.slot.Adopt(r) {
+		s.log.Debug("wireguard: the speculative tunnel of the chosen candidate is now the shared one")
 	}
 }
 

@@ -138,6 +138,13 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 
 // DialPacket opens a UDP link inside the tunnel. Each datagram names its
 // own destination; f.Dst is not used.
+//
+// A speculative dial (netx.Speculative: a candidate of a cold URLTest UDP
+// preparation) rides the tunnel up or starting as any dial does; with
+// neither it starts a tunnel of its own, under its own context, which the
+// link owns and closes when it closes. Commit, on the winner, makes that
+// tunnel the slot's when the slot is still empty (the next flow rides it);
+// otherwise the link keeps it alone until it closes.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
 	r, err := o.tunnels.acquire(ctx)
 	if err != nil {
@@ -148,7 +155,8 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 		r.Release()
 		return nil, err
 	}
-	l.release = r.Release
+	l.tun, l.release = r.V, r.Release
+	l.commit = func() { o.tunnels.adopt(r) }
 	return l, nil
 }
 
