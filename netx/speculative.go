@@ -23,15 +23,18 @@ func Speculative(ctx context.Context) bool {
 
 // A Committer is a link opened by a speculative dial that holds work of
 // its own the winner publishes: Commit is called once, on the winner only,
-// after its eligibility was checked again and before its first send. A
-// link that holds nothing of the kind need not implement it.
+// after its eligibility was checked again, before its first send and
+// before anything reads it. ctx bounds what the commit may wait for (it
+// ends with the preparation's deadline); a commit that cannot finish in
+// time leaves the link working on what it has. A link that holds nothing
+// of the kind need not implement it.
 type Committer interface {
-	Commit()
+	Commit(ctx context.Context)
 }
 
 // Commit commits l when it is a Committer; it does nothing otherwise.
-func Commit(l any) {
+func Commit(ctx context.Context, l any) {
 	if c, ok := l.(Committer); ok {
-		c.Commit()
+		c.Commit(ctx)
 	}
 }

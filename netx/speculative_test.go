@@ -7,7 +7,7 @@ import (
 
 type committed struct{ n int }
 
-func (c *committed) Commit() { c.n++ }
+func (c *committed) Commit(context.Context) { c.n++ }
 
 func TestSpeculativeMark(t *testing.T) {
 	if Speculative(context.Background()) {
@@ -19,8 +19,8 @@ func TestSpeculativeMark(t *testing.T) {
 		t.Fatal("the mark does not carry to a derived context")
 	}
 	c := &committed{}
-	Commit(c)
-	Commit(struct{}{})
+	Commit(ctx, c)
+	Commit(ctx, struct{}{})
 	if c.n != 1 {
 		t.Fatalf("Commit called %d times", c.n)
 	}

@@ -101,7 +101,9 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 	if err != nil {
 		return Candidate{}, nil, err
 	}
-	netx.Commit(link)
+	cctx, cancel := context.WithDeadline(ctx, until)
+	netx.Commit(cctx, link)
+	cancel()
 	return cands[i], link, nil
 }
 
@@ -109,8 +111,8 @@ var _ netx.Committer = (*guardedLink)(nil)
 
 // Commit commits the outbound's link (netx.Committer): the winner of a
 // cold preparation publishes the session its speculative dial brought up.
-func (g *guardedLink) Commit() {
+func (g *guardedLink) Commit(ctx context.Context) {
 	if !g.drained.Load() {
-		netx.Commit(g.link)
+		netx.Commit(ctx, g.link)
 	}
 }

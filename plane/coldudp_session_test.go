@@ -94,7 +94,7 @@ type sessionLink struct {
 	once sync.Once
 }
 
-func (l *sessionLink) Commit() { l.s.Adopt(l.r) }
+func (l *sessionLink) Commit(context.Context) { l.s.Adopt(l.r) }
 func (l *sessionLink) Close() error {
 	l.once.Do(l.r.Release)
 	return l.fakeLink.Close()

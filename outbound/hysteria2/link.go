@@ -1,6 +1,7 @@
 package hysteria2
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -141,7 +142,7 @@ func (l *packetLink) Close() error {
 // slot has none in service and none connecting, for every later flow;
 // otherwise it stays this link's alone and closes with it. On a link of
 // the shared connection it does nothing.
-func (l *packetLink) Commit() {
+func (l *packetLink) Commit(context.Context) {
 	if !l.closed.Load() && l.out.slot.Adopt(l.res) {
 		l.out.log.Debug("hysteria2: the speculative connection of the chosen candidate is now the shared one")
 	}

@@ -119,7 +119,7 @@ func TestACommittedSpeculativeConnectionIsShared(t *testing.T) {
 	h := newHarness(t)
 	o := h.outbound(testSpec(srv.addr, srv.cert))
 	l := speculative(t, o)
-	netx.Commit(l)
+	netx.Commit(context.Background(), l)
 	if st := slotState(o); st.Phase != slot.Up || st.Gen != 1 || st.Detached != 0 || st.Holds != 1 {
 		t.Fatalf("slot after the commit: %+v", st)
 	}
@@ -152,7 +152,7 @@ func TestACommitOntoATakenSlotKeepsTheConnectionPrivate(t *testing.T) {
 	o := newHarness(t).outbound(testSpec(srv.addr, srv.cert))
 	l := speculative(t, o)
 	shared := dialLink(t, o) // the slot's own connection
-	netx.Commit(l)
+	netx.Commit(context.Background(), l)
 	if st := slotState(o); st.Gen != 1 || st.Detached != 1 || st.Holds != 1 {
 		t.Fatalf("slot after a commit onto a taken slot: %+v", st)
 	}
@@ -181,7 +181,7 @@ func TestASpeculativeDialUsesTheConnectionUp(t *testing.T) {
 	o := h.outbound(testSpec(srv.addr, srv.cert))
 	dialEcho(t, o, tcpEcho(t))
 	l := speculative(t, o)
-	netx.Commit(l)
+	netx.Commit(context.Background(), l)
 	l.Close()
 	if n, s := srv.sessions.Load(), h.sockets.count(); n != 1 || s != 1 {
 		t.Fatalf("%d server sessions on %d sockets, want 1 on 1", n, s)

@@ -48,7 +48,7 @@ func TestALosingSpeculativeLinkStopsItsTunnel(t *testing.T) {
 func TestACommittedSpeculativeTunnelIsShared(t *testing.T) {
 	_, c := pair(t, "", nil)
 	l := speculativeLink(t, c)
-	netx.Commit(l)
+	netx.Commit(context.Background(), l)
 	if tunnelOf(c) != l.tun {
 		t.Fatal("the committed tunnel is not the slot's")
 	}
@@ -108,6 +108,50 @@ func TestACancelledSpeculativeStartEndsWithItsDial(t *testing.T) {
 		t.Fatal("the speculative start outlived its dial")
 	}
 	if st, _ := c.SlotState(); st.Phase != slot.Idle || st.Failures != 0 || st.Detached != 0 {
+		t.Fatalf("slot: %+v", st)
+	}
+}
+
+// A winner committed while the slot has a tunnel of its own moves onto
+// that tunnel before its first send, and its own tunnel stops: two devices
+// of one key would take the peer from each other.
+func TestACommitOntoATakenSlotMovesTheLinkToTheSharedTunnel(t *testing.T) {
+	_, c := pair(t, "", nil)
+	l := speculativeLink(t, c)
+	own := l.tun
+	shared, err := c.DialPacket(context.Background(), udpFlow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	netx.Commit(context.Background(), l)
+	if l.tun != tunnelOf(c) || l.tun == own {
+		t.Fatal("the committed link did not move onto the slot's tunnel")
+	}
+	if own.alive() {
+		t.Fatal("the link's own tunnel runs on beside the slot's")
+	}
+	r := readLink(t, l)
+	if _, got := r.exchange(t, l, mustAddr("10.7.0.1:9001"), []byte("m")); string(got) != "p0:m" {
+		t.Fatalf("reply %q after the move", got)
+	}
+	if st, _ := c.SlotState(); st.Phase != slot.Up || st.Gen != 1 || st.Detached != 0 || st.Holds != 2 {
+		t.Fatalf("slot: %+v", st)
+	}
+	l.Close()
+	if st, _ := c.SlotState(); st.Holds != 1 {
+		t.Fatalf("holds after the moved link closed: %d", st.Holds)
+	}
+}
+
+// A link closed before its commit is not moved: the commit changes
+// nothing.
+func TestACommitAfterCloseDoesNothing(t *testing.T) {
+	_, c := pair(t, "", nil)
+	l := speculativeLink(t, c)
+	l.Close()
+	netx.Commit(context.Background(), l)
+	if st, _ := c.SlotState(); st.Phase != slot.Idle || st.Detached != 0 {
 		t.Fatalf("slot: %+v", st)
 	}
 }

@@ -76,10 +76,19 @@ func newTunnels(start func(context.Context) (*tunnel, error), now func() time.Ti
 // detached one (slot.Slot.AcquireDetached): it is the flow's alone, and
 // goes with the flow's hold unless the flow commits it (adopt).
 func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
-	acquire := s.slot.Acquire
 	if netx.Speculative(ctx) {
-		acquire = s.slot.AcquireDetached
+		return s.take(ctx, s.slot.AcquireDetached)
 	}
+	return s.take(ctx, s.slot.Acquire)
+}
+
+// acquireShared is acquire of the slot's own tunnel, whatever ctx says.
+func (s *tunnels) acquireShared(ctx context.Context) (*slot.Res[*tunnel], error) {
+	return s.take(ctx, s.slot.Acquire)
+}
+
+// take is acquire with the slot's acquire.
+func (s *tunnels) take(ctx context.Context, acquire func(context.Context) (*slot.Res[*tunnel], error)) (*slot.Res[*tunnel], error) {
 	for {
 		r, err := acquire(ctx)
 		if err != nil {
@@ -98,11 +107,13 @@ func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
 
 // adopt makes r, a detached tunnel a speculative flow committed, the
 // slot's when the slot has none (slot.Slot.Adopt); it does nothing for a
-// tunnel of the slot's own.
-func (s *tunnels) adopt(r *slot.Res[*tunnel]) {
-	if s.slot.Adopt(r) {
-		s.log.Debug("wireguard: the speculative tunnel of the chosen candidate is now the shared one")
+// tunnel of the slot's own. It reports whether r was adopted.
+func (s *tunnels) adopt(r *slot.Res[*tunnel]) bool {
+	if !s.slot.Adopt(r) {
+		return false
 	}
+	s.log.Debug("wireguard: the speculative tunnel of the chosen candidate is now the shared one")
+	return true
 }
 
 // purge acts on health's finding the node dead. A peer that answers no

@@ -34,6 +34,7 @@ package wireguard
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -156,8 +157,33 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 		return nil, err
 	}
 	l.tun, l.release = r.V, r.Release
-	l.commit = func() { o.tunnels.adopt(r) }
+	l.commit = func(ctx context.Context) { o.commit(ctx, l, r) }
 	return l, nil
+}
+
+// commit publishes the tunnel of l, which r holds (packetLink.Commit): a
+// detached tunnel becomes the slot's when the slot has none. When the slot
+// has one, up or starting, keeping both would have two devices of one key
+// take the peer from each other (see the package documentation): l moves
+// onto the slot's tunnel, before its first send, and its own stops. A move
+// that cannot be made in time (ctx) leaves l on its own tunnel until it
+// closes.
+func (o *Outbound) commit(ctx context.Context, l *packetLink, r *slot.Res[*tunnel]) {
+	if o.tunnels.adopt(r) || !r.Detached() {
+		return
+	}
+	shared, err := o.tunnels.acquireShared(ctx)
+	if err != nil {
+		o.log.Debug(fmt.Sprintf("wireguard: the chosen candidate keeps its own tunnel: %v", err))
+		return
+	}
+	u, err := listenEndpoint(shared.V)
+	if err != nil {
+		shared.Release()
+		o.log.Debug(fmt.Sprintf("wireguard: the chosen candidate keeps its own tunnel: %v", err))
+		return
+	}
+	l.move(u, shared.V, shared.Release)()
 }
 
 // CarriesUDP reports true: each datagram goes to its own peer inside the
