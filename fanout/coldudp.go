@@ -12,7 +12,11 @@ import (
 // no measurement for the flow (plane.ColdPreparer), several of its leaves
 // are prepared at once and r is updated to the winner, its leaf and chain;
 // cold reports that, and that each candidate's observed failure was
-// already reported against its node. Otherwise r's leaf is dialed.
+// already reported against its node. The candidates dial speculatively
+// and the winner comes back committed (plane.Plane.PreparePacket): the
+// losers left no session behind, and the winner's session is its
+// outbound's shared one before the first packet goes on raw. Otherwise
+// r's leaf is dialed.
 func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.PacketLink, cold bool, err error) {
 	q := plane.Query{Network: netx.UDP, Family: netx.V4, Dst: r.flow.Dst}
 	if cands := r.target.ColdCandidates(&q); len(cands) > 0 {

@@ -56,6 +56,15 @@ func (t *Target) ColdEligible(q *Query, leaf *Target) bool {
 // candidate, with the phase it failed in; a cancelled or drained candidate, a reload's retirement and a
 // block are neutral. Every loser's link is closed and every attempt has
 // returned when PreparePacket returns.
+//
+// Each candidate dials speculatively (netx.WithSpeculative): an outbound
+// that shares one session between its flows (a QUIC connection, a tunnel)
+// and has none up brings one up for that link alone, so that a loser
+// publishes nothing: closing its link, or cancelling its dial, ends what
+// it started. The winner, once its eligibility was checked again, is
+// committed (netx.Commit) before PreparePacket returns it, ahead of its
+// first send: its session becomes the outbound's shared one when the
+// outbound has none by then.
 func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands []Candidate, f netx.Flow, failed func(leaf *Target, phase netx.Phase, err error)) (Candidate, netx.PacketLink, error) {
 	if _, ok := via.ch.(ColdPreparer); !ok || len(cands) == 0 {
 		return Candidate{}, nil, coldudp.ErrNoCandidates
@@ -69,7 +78,7 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 	i, link, err := coldudp.Prepare(ctx, coldudp.Options[netx.PacketLink]{
 		Candidates: len(cands),
 		Start: func(actx context.Context, i int) (netx.PacketLink, error) {
-			est, dctx, cancel := netx.Begin(actx, p.Admission, time.Until(until))
+			est, dctx, cancel := netx.Begin(netx.WithSpeculative(actx), p.Admission, time.Until(until))
 			defer cancel()
 			l, err := cands[i].Leaf.DialPacket(dctx, f)
 			est.End()
@@ -92,5 +101,18 @@ func (p *Plane) PreparePacket(ctx context.Context, via *Target, q *Query, cands 
 	if err != nil {
 		return Candidate{}, nil, err
 	}
+	cctx, cancel := context.WithDeadline(ctx, until)
+	netx.Commit(cctx, link)
+	cancel()
 	return cands[i], link, nil
+}
+
+var _ netx.Committer = (*guardedLink)(nil)
+
+// Commit commits the outbound's link (netx.Committer): the winner of a
+// cold preparation publishes the session its speculative dial brought up.
+func (g *guardedLink) Commit(ctx context.Context) {
+	if !g.drained.Load() {
+		netx.Commit(ctx, g.link)
+	}
 }

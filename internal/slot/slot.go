@@ -25,6 +25,19 @@
 // establishment or find the resource up open logical streams: they take no
 // permit.
 //
+// # Detached establishment
+//
+// A dial that may lose (a speculative one, netx.Speculative: one candidate
+// of a cold URLTest UDP preparation) must leave nothing behind when it
+// loses. AcquireDetached shares what is up or in flight as Acquire does;
+// otherwise the dial establishes a detached resource under its own
+// context, which is not published: the dial holds it alone and closes it
+// by releasing it. The winner calls Adopt, which puts it in service when
+// the slot is still empty, so that the next flow reuses it; otherwise it
+// stays the winner's own until the winner releases it. A detached
+// establishment never opens or extends the backoff: its failure is its
+// dial's observed error.
+//
 // # Backoff
 //
 // After a failed establishment, and after a resource that died within
@@ -110,7 +123,9 @@ type Config[T Resource] struct {
 }
 
 // Res is one established resource, generation Gen of its slot. A user
-// holds it from Acquire until Release; the value is V.
+// holds it from Acquire until Release; the value is V. A detached resource
+// (AcquireDetached) has generation 0 until Adopt, called by its holder,
+// gives it one.
 type Res[T Resource] struct {
 	V   T
 	Gen uint64
@@ -119,8 +134,9 @@ type Res[T Resource] struct {
 	upAt  time.Time
 	holds atomic.Int64 // written under s.mu; read by State
 	// Guarded by s.mu.
-	retired bool // out of service: closes once holds is 0
-	gone    bool // closed (or being closed) and forgotten
+	retired  bool // out of service: closes once holds is 0
+	gone     bool // closed (or being closed) and forgotten
+	detached bool // established by AcquireDetached and not adopted
 }
 
 // UpSince is when the resource came up, by the slot's clock.
@@ -171,6 +187,9 @@ type Slot[T Resource] struct {
 	lastAt   time.Time
 	closed   bool // Close: everything ends
 	draining bool // Drain: no new user
+	// detaching are the detached establishments in flight
+	// (AcquireDetached), cancelled by Drain and Close.
+	detaching map[*detachedAttempt]struct{}
 
 	snap atomic.Pointer[snapshot[T]]
 }
@@ -178,7 +197,7 @@ type Slot[T Resource] struct {
 // New returns an empty slot; nothing is established before the first
 // Acquire.
 func New[T Resource](cfg Config[T]) *Slot[T] {
-	s := &Slot[T]{cfg: cfg, policy: cfg.Policy.withDefaults(), now: cfg.Now, live: make(map[*Res[T]]struct{})}
+	s := &Slot[T]{cfg: cfg, policy: cfg.Policy.withDefaults(), now: cfg.Now, live: make(map[*Res[T]]struct{}), detaching: make(map[*detachedAttempt]struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -200,6 +219,11 @@ func New[T Resource](cfg Config[T]) *Slot[T] {
 // once with ErrBackoff; after Drain or Close, with ErrClosed. A ctx that
 // ends while the caller waits ends the wait, not the establishment.
 func (s *Slot[T]) Acquire(ctx context.Context) (*Res[T], error) {
+	return s.acquire(ctx, false)
+}
+
+// acquire is Acquire; detached is AcquireDetached's mode.
+func (s *Slot[T]) acquire(ctx context.Context, detached bool) (*Res[T], error) {
 	admitted := false
 	for {
 		if ctx.Err() != nil {
@@ -240,6 +264,11 @@ func (s *Slot[T]) Acquire(ctx context.Context) (*Res[T], error) {
 				}
 				admitted = true
 				continue // the state may have moved while admission waited
+			}
+			if detached {
+				d := s.beginDetached(ctx)
+				s.mu.Unlock()
+				return s.establishDetached(d)
 			}
 			a = s.start(ctx)
 		}
@@ -492,6 +521,7 @@ func (s *Slot[T]) Drain() {
 	if a != nil {
 		a.cancel(s.cfg.ErrClosed)
 	}
+	s.cancelDetached()
 	for _, r := range idle {
 		r.V.Close()
 	}
@@ -514,6 +544,7 @@ func (s *Slot[T]) Close() {
 	if a != nil {
 		a.cancel(s.cfg.ErrClosed)
 	}
+	s.cancelDetached()
 	for _, r := range all {
 		r.V.Close()
 	}

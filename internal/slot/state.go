@@ -35,6 +35,9 @@ type State struct {
 	Holds int64
 	// Retired are the resources out of service still carrying users.
 	Retired int
+	// Detached are the resources speculative dials established for
+	// themselves (AcquireDetached), neither adopted nor released yet.
+	Detached int
 	// Failures are the consecutive failures the backoff counts; RetryAt
 	// is when the next establishment may start (zero: at once).
 	Failures int
@@ -72,7 +75,11 @@ func (s *Slot[T]) publish() {
 		st.Gen, st.UpSince = s.cur.Gen, s.cur.upAt
 	}
 	for r := range s.live {
-		if r != s.cur {
+		switch {
+		case r == s.cur:
+		case r.detached:
+			st.Detached++
+		default:
 			st.Retired++
 		}
 	}

@@ -216,9 +216,22 @@ func (o *Outbound) CarriesUDP() bool { return true }
 // its peer, so one link serves all the peers of an association. A server
 // that relays no UDP, or offered no QUIC datagrams, is refused (and the
 // refusal logged once per outbound).
+//
+// A speculative dial (netx.Speculative: a candidate of a cold URLTest UDP
+// preparation) takes the connection in service, or joins the connect in
+// flight, as any dial does; with neither it connects a QUIC connection of
+// its own, under its own context, and publishes nothing: the link owns the
+// connection and closing it closes the connection. Commit, on the winner,
+// puts the connection in the slot when the slot is still empty (the next
+// flow reuses it); otherwise the link keeps using its own connection
+// alone and closes it when it closes.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	acquire := o.slot.Acquire
+	if netx.Speculative(ctx) {
+		acquire = o.slot.AcquireDetached
+	}
 	for try := 0; ; try++ {
-		r, err := o.slot.Acquire(ctx)
+		r, err := acquire(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package hysteria2
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -35,6 +36,7 @@ type packetLink struct {
 var (
 	_ netx.PacketLink   = (*packetLink)(nil)
 	_ netx.PacketWaiter = (*packetLink)(nil)
+	_ netx.Committer    = (*packetLink)(nil)
 )
 
 func newPacketLink(u client.HyUDPConn, r *slot.Res[*conn], o *Outbound) *packetLink {
@@ -133,6 +135,17 @@ func (l *packetLink) Close() error {
 		return err
 	}
 	return nil
+}
+
+// Commit publishes the connection of a link a speculative dial opened on a
+// connection of its own (netx.Committer): it becomes the slot's when the
+// slot has none in service and none connecting, for every later flow;
+// otherwise it stays this link's alone and closes with it. On a link of
+// the shared connection it does nothing.
+func (l *packetLink) Commit(context.Context) {
+	if !l.closed.Load() && l.out.slot.Adopt(l.res) {
+		l.out.log.Debug("hysteria2: the speculative connection of the chosen candidate is now the shared one")
+	}
 }
 
 // ServerFamily is the address family of the server address the session's

@@ -63,9 +63,14 @@ type packetLink struct {
 	names map[string]cachedName
 
 	closeOnce sync.Once
-	// release gives back the link's hold on its tunnel's slot; set by
-	// DialPacket.
+	// tun is the tunnel the link rides; release gives back the link's hold
+	// on it; commit publishes a speculative link's own tunnel (Commit).
+	// Set by DialPacket; Commit's move (move) changes the endpoint, tun and
+	// release under mu, which Close takes.
+	mu      sync.Mutex
+	tun     *tunnel
 	release func()
+	commit  func(ctx context.Context)
 }
 
 type cachedName struct {
@@ -76,12 +81,21 @@ type cachedName struct {
 // listenPacket opens a link on the tunnel's stack, on the next free local
 // port.
 func listenPacket(t *tunnel, res *resolver, now func() time.Time, log *slog.Logger) (*packetLink, error) {
+	u, err := listenEndpoint(t)
+	if err != nil {
+		return nil, err
+	}
+	return newPacketLink(u, res, now, log), nil
+}
+
+// listenEndpoint opens a UDP endpoint on the tunnel's stack, on the next
+// free local port.
+func listenEndpoint(t *tunnel) (*udpEndpoint, error) {
 	var err error
 	for range bindTries {
 		var u *udpEndpoint
-		u, err = t.stack.listenUDP(t.linkPort())
-		if err == nil {
-			return newPacketLink(u, res, now, log), nil
+		if u, err = t.stack.listenUDP(t.linkPort()); err == nil {
+			return u, nil
 		}
 	}
 	return nil, fmt.Errorf("wireguard: no free UDP port inside the tunnel: %w", err)
@@ -106,7 +120,46 @@ func newPacketLink(u *udpEndpoint, res *resolver, now func() time.Time, log *slo
 var (
 	_ netx.PacketLink   = (*packetLink)(nil)
 	_ netx.PacketWaiter = (*packetLink)(nil)
+	_ netx.Committer    = (*packetLink)(nil)
 )
+
+// Commit publishes the tunnel of a link a speculative dial opened on a
+// tunnel of its own (netx.Committer): it becomes the slot's when the slot
+// has none up or starting; otherwise it stays this link's and stops when
+// the link closes. On a link of the shared tunnel it does nothing.
+func (l *packetLink) Commit(ctx context.Context) {
+	select {
+	case <-l.closed:
+		return
+	default:
+	}
+	if l.commit != nil {
+		l.commit(ctx)
+	}
+}
+
+// move puts the link on u, an endpoint of t, which release lets go, in
+// place of its own endpoint: before the link's first use (Commit). It
+// returns the release of the tunnel the link left; a closed link does not
+// move, and then closes u and returns release itself.
+func (l *packetLink) move(u *udpEndpoint, t *tunnel, release func()) func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.closed:
+		u.UDPConn.Close()
+		return release
+	default:
+	}
+	l.c.Close()
+	l.wq.EventUnregister(&l.entry)
+	l.c, l.ep, l.wq = u.UDPConn, u.ep, u.wq
+	l.entry, l.notify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	l.wq.EventRegister(&l.entry)
+	old := l.release
+	l.tun, l.release = t, release
+	return old
+}
 
 // WritePacket sends p to its own destination inside the tunnel. A name is
 // resolved with the destination resolver (and remembered for a minute); a
@@ -230,6 +283,8 @@ func (l *packetLink) ReadPacket(p []byte) (int, netx.Addr, error) {
 // Close closes the link and unblocks a pending WaitPacket or ReadPacket.
 func (l *packetLink) Close() error {
 	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		close(l.closed)
 		l.c.Close()
 		l.wq.EventUnregister(&l.entry)

@@ -71,10 +71,26 @@ func newTunnels(start func(context.Context) (*tunnel, error), now func() time.Ti
 }
 
 // acquire returns the live tunnel with a hold on it for one flow, starting
-// one when there is none; the flow releases it when it ends.
+// one when there is none; the flow releases it when it ends. A speculative
+// dial (netx.Speculative) that finds no tunnel up or starting starts a
+// detached one (slot.Slot.AcquireDetached): it is the flow's alone, and
+// goes with the flow's hold unless the flow commits it (adopt).
 func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
+	if netx.Speculative(ctx) {
+		return s.take(ctx, s.slot.AcquireDetached)
+	}
+	return s.take(ctx, s.slot.Acquire)
+}
+
+// acquireShared is acquire of the slot's own tunnel, whatever ctx says.
+func (s *tunnels) acquireShared(ctx context.Context) (*slot.Res[*tunnel], error) {
+	return s.take(ctx, s.slot.Acquire)
+}
+
+// take is acquire with the slot's acquire.
+func (s *tunnels) take(ctx context.Context, acquire func(context.Context) (*slot.Res[*tunnel], error)) (*slot.Res[*tunnel], error) {
 	for {
-		r, err := s.slot.Acquire(ctx)
+		r, err := acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -87,6 +103,17 @@ func (s *tunnels) acquire(ctx context.Context) (*slot.Res[*tunnel], error) {
 		}
 		return r, nil
 	}
+}
+
+// adopt makes r, a detached tunnel a speculative flow committed, the
+// slot's when the slot has none (slot.Slot.Adopt); it does nothing for a
+// tunnel of the slot's own. It reports whether r was adopted.
+func (s *tunnels) adopt(r *slot.Res[*tunnel]) bool {
+	if !s.slot.Adopt(r) {
+		return false
+	}
+	s.log.Debug("wireguard: the speculative tunnel of the chosen candidate is now the shared one")
+	return true
 }
 
 // purge acts on health's finding the node dead. A peer that answers no

@@ -34,6 +34,7 @@ package wireguard
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -138,6 +139,13 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 
 // DialPacket opens a UDP link inside the tunnel. Each datagram names its
 // own destination; f.Dst is not used.
+//
+// A speculative dial (netx.Speculative: a candidate of a cold URLTest UDP
+// preparation) rides the tunnel up or starting as any dial does; with
+// neither it starts a tunnel of its own, under its own context, which the
+// link owns and closes when it closes. Commit, on the winner, makes that
+// tunnel the slot's when the slot is still empty (the next flow rides it);
+// otherwise the link keeps it alone until it closes.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
 	r, err := o.tunnels.acquire(ctx)
 	if err != nil {
@@ -148,8 +156,34 @@ func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink
 		r.Release()
 		return nil, err
 	}
-	l.release = r.Release
+	l.tun, l.release = r.V, r.Release
+	l.commit = func(ctx context.Context) { o.commit(ctx, l, r) }
 	return l, nil
+}
+
+// commit publishes the tunnel of l, which r holds (packetLink.Commit): a
+// detached tunnel becomes the slot's when the slot has none. When the slot
+// has one, up or starting, keeping both would have two devices of one key
+// take the peer from each other (see the package documentation): l moves
+// onto the slot's tunnel, before its first send, and its own stops. A move
+// that cannot be made in time (ctx) leaves l on its own tunnel until it
+// closes.
+func (o *Outbound) commit(ctx context.Context, l *packetLink, r *slot.Res[*tunnel]) {
+	if o.tunnels.adopt(r) || !r.Detached() {
+		return
+	}
+	shared, err := o.tunnels.acquireShared(ctx)
+	if err != nil {
+		o.log.Debug(fmt.Sprintf("wireguard: the chosen candidate keeps its own tunnel: %v", err))
+		return
+	}
+	u, err := listenEndpoint(shared.V)
+	if err != nil {
+		shared.Release()
+		o.log.Debug(fmt.Sprintf("wireguard: the chosen candidate keeps its own tunnel: %v", err))
+		return
+	}
+	l.move(u, shared.V, shared.Release)()
 }
 
 // CarriesUDP reports true: each datagram goes to its own peer inside the
