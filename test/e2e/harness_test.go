@@ -3,35 +3,26 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"switchyard/test/internal/swproc"
 )
 
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "switchyard-e2e")
-	if err != nil {
+	var dir string
+	var err error
+	if bin, dir, err = swproc.Build("switchyard-e2e"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "switchyard")
-	build := exec.Command("go", "build", "-race", "-o", bin, "switchyard/cmd/switchyard")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building switchyard:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -39,35 +30,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is one running switchyard.
+// proc is one running switchyard (swproc.Proc), with the fields and
+// methods the tests use under their short names.
 type proc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	logs  *logBuf
-	addrs map[string]string // inbound tag -> bound address
-	done  chan error
+	*swproc.Proc
+	t    *testing.T
+	cmd  *exec.Cmd
+	logs *swproc.LogBuf
+	done chan error
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+func wrap(t *testing.T, sp *swproc.Proc) *proc {
+	return &proc{Proc: sp, t: t, cmd: sp.Cmd, logs: sp.Logs, done: sp.Done}
 }
-
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-var readyAttr = regexp.MustCompile(`([\w.-]+)=(\S+)`)
 
 // start writes config to a file and runs `switchyard run -c` on it, waiting
 // for the ready line. Listen addresses may use port 0; the bound addresses
 // come from the ready line.
 func start(t *testing.T, config string) *proc {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "switchyard.toml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return startArgs(t, "run", "-c", path)
+	return wrap(t, swproc.Start(t, bin, config))
 }
 
 func startArgs(t *testing.T, args ...string) *proc {
@@ -78,87 +60,16 @@ func startArgs(t *testing.T, args ...string) *proc {
 // startCmd runs cmd, a command that runs switchyard, as startArgs does.
 func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{t: t, logs: &logBuf{}, addrs: map[string]string{}, done: make(chan error, 1)}
-	p.cmd = cmd
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.Write([]byte(line + "\n"))
-			if strings.Contains(line, "switchyard ready") {
-				select {
-				case ready <- line:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		p.done <- p.cmd.Wait()
-	}()
-	select {
-	case line := <-ready:
-		rest := line[strings.Index(line, "switchyard ready"):]
-		for _, m := range readyAttr.FindAllStringSubmatch(rest, -1) {
-			p.addrs[m[1]] = strings.Trim(m[2], `"`)
-		}
-	case err := <-p.done:
-		t.Fatalf("switchyard exited before ready (%v):\n%s", err, p.logs)
-	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("switchyard not ready after 20s:\n%s", p.logs)
-	}
-	t.Cleanup(p.stop)
-	return p
+	return wrap(t, swproc.StartCmd(t, cmd))
 }
 
-func (p *proc) addr(tag string) string {
-	a, ok := p.addrs[tag]
-	if !ok {
-		p.t.Fatalf("no inbound %q in the ready line (%v)", tag, p.addrs)
-	}
-	return a
-}
+func (p *proc) addr(tag string) string { return p.Addr(tag) }
 
 // stop sends SIGTERM and requires a clean exit within 5 s.
-func (p *proc) stop() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			p.t.Errorf("switchyard exited with %v:\n%s", err, p.logs)
-		}
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		p.t.Errorf("switchyard did not exit within 5s of SIGTERM:\n%s", p.logs)
-	}
-	if strings.Contains(p.logs.String(), "DATA RACE") {
-		p.t.Errorf("race detected:\n%s", p.logs)
-	}
-}
+func (p *proc) stop() { p.Stop() }
 
-// stopped waits for the process after a signal and returns how long it took.
-func (p *proc) signal(sig os.Signal) (time.Duration, error) {
-	start := time.Now()
-	p.cmd.Process.Signal(sig)
-	select {
-	case err := <-p.done:
-		return time.Since(start), err
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		return time.Since(start), fmt.Errorf("no exit after 10s")
-	}
-}
+// signal sends sig and waits for the exit, returning how long it took.
+func (p *proc) signal(sig os.Signal) (time.Duration, error) { return p.Signal(sig) }
 
 // listenTCP returns a loopback listener and its address.
 func listenTCP(t *testing.T) net.Listener {
@@ -211,16 +122,7 @@ func udpEcho(t *testing.T, prefix string) *net.UDPConn {
 }
 
 // waitLog waits until the log holds at least n lines containing s.
-func (p *proc) waitLog(s string, n int, d time.Duration) {
-	p.t.Helper()
-	deadline := time.Now().Add(d)
-	for strings.Count(p.logs.String(), s) < n {
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %d× %q in the log after %v:\n%s", n, s, d, p.logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func (p *proc) waitLog(s string, n int, d time.Duration) { p.t.Helper(); p.WaitLog(s, n, d) }
 
 // stats asks the process for its runtime figures (SIGUSR1) and returns the
 // goroutine count and the heap in use.

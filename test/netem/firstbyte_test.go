@@ -103,7 +103,7 @@ func measureFirstByte(t *testing.T, target *netlab.Target, config func(apiPort i
 	api := freePort(t)
 	sy := startSwitchyard(t, config(api))
 	sy.api = fmt.Sprintf("127.0.0.1:%d", api)
-	defer sy.stop()
+	defer sy.Stop()
 	got := map[string][]time.Duration{}
 	for i := range samples {
 		if i > 0 && !warm {

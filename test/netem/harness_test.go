@@ -6,25 +6,20 @@
 package netem
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"switchyard/test/internal/swproc"
 	"switchyard/test/netem/netlab"
 )
 
@@ -46,16 +41,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "netem: xray is not installed (%v); run scripts/peers.sh install (the README's test command does)\n", err)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "switchyard-netem")
-	if err != nil {
+	var dir string
+	if bin, dir, err = swproc.Build("switchyard-netem"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "switchyard")
-	build := exec.Command("go", "build", "-race", "-o", bin, "switchyard/cmd/switchyard")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building switchyard:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -85,14 +73,6 @@ func newPath(t *testing.T, delay time.Duration) *netlab.Path {
 	return p
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // startXray runs the Xray server inside the namespace and waits until both
 // of its inbounds accept across the link.
 func startXray(t *testing.T, p *netlab.Path) (certFile string) {
@@ -107,7 +87,7 @@ func startXray(t *testing.T, p *netlab.Path) (certFile string) {
 		t.Fatal(err)
 	}
 	cmd := p.Command(xray, "run", "-c", cfg)
-	logs := &logBuf{}
+	logs := &swproc.LogBuf{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -129,99 +109,30 @@ func startXray(t *testing.T, p *netlab.Path) (certFile string) {
 	return certFile
 }
 
-// proc is one running switchyard.
+// proc is one running switchyard (swproc.Proc); api is the API's
+// address, when the config has one.
 type proc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	logs  *logBuf
-	addrs map[string]string // inbound tag -> bound address
-	api   string            // the API's address, when the config has one
-	done  chan error
+	*swproc.Proc
+	t    *testing.T
+	logs *swproc.LogBuf
+	api  string
 }
-
-var readyAttr = regexp.MustCompile(`([\w.-]+)=(\S+)`)
 
 // startSwitchyard runs `switchyard run -c` on config in the root namespace
-// and waits for its ready line, which names the bound addresses.
+// and waits for its ready line, which names the bound addresses. Its log
+// is shown when the test fails.
 func startSwitchyard(t *testing.T, config string) *proc {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "switchyard.toml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{t: t, logs: &logBuf{}, addrs: map[string]string{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "run", "-c", path)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.Write([]byte(line + "\n"))
-			if strings.Contains(line, "switchyard ready") {
-				select {
-				case ready <- line:
-				default:
-				}
-			}
+	sp := swproc.Start(t, bin, config)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("switchyard logs:\n%s", sp.Logs)
 		}
-		io.Copy(io.Discard, stderr)
-		p.done <- p.cmd.Wait()
-	}()
-	select {
-	case line := <-ready:
-		rest := line[strings.Index(line, "switchyard ready"):]
-		for _, m := range readyAttr.FindAllStringSubmatch(rest, -1) {
-			p.addrs[m[1]] = strings.Trim(m[2], `"`)
-		}
-	case err := <-p.done:
-		t.Fatalf("switchyard exited before ready (%v):\n%s", err, p.logs)
-	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-		t.Fatalf("switchyard not ready after 20s:\n%s", p.logs)
-	}
-	t.Cleanup(p.stop)
-	return p
+	})
+	return &proc{Proc: sp, t: t, logs: sp.Logs}
 }
 
-func (p *proc) addr(tag string) string {
-	a, ok := p.addrs[tag]
-	if !ok {
-		p.t.Fatalf("no inbound %q in the ready line (%v)", tag, p.addrs)
-	}
-	return a
-}
-
-// stop sends SIGTERM and requires a clean exit within 5 s and no race.
-func (p *proc) stop() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			p.t.Errorf("switchyard exited with %v:\n%s", err, p.logs)
-		}
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-		p.t.Errorf("switchyard did not exit within 5s of SIGTERM:\n%s", p.logs)
-	}
-	if strings.Contains(p.logs.String(), "DATA RACE") {
-		p.t.Errorf("race detected:\n%s", p.logs)
-	}
-	if p.t.Failed() {
-		p.t.Logf("switchyard logs:\n%s", p.logs)
-	}
-}
+func (p *proc) addr(tag string) string { return p.Addr(tag) }
 
 // warmOpened counts the warm attempts that opened a connection to node:
 // warm-up's debug line per attempt.
