@@ -16,6 +16,11 @@ const (
 	// reset — leaves nothing worth keeping: the pool stops replacing.
 	MinIdle = 500 * time.Millisecond
 
+	// DefaultRelearn is how long a learned bound stands before a kept pool
+	// checks it again with one more sentinel: a server's policy may have
+	// changed, or a sentinel met a restart rather than the policy.
+	DefaultRelearn = 30 * time.Minute
+
 	minLook = 250 * time.Millisecond
 	maxLook = 2 * time.Second
 )
@@ -65,9 +70,10 @@ func (p *Pool) diedLocked(e entry) *entry {
 	return p.dropSentinelLocked()
 }
 
-// settleLocked ends the learning at what a sentinel last seen open at age
-// alive shows.
-func (p *Pool) settleLocked(alive time.Duration) {
+// settleLocked ends the learning, at now, at what a sentinel last seen
+// open at age alive shows.
+func (p *Pool) settleLocked(now time.Time, alive time.Duration) {
+	p.settled = now
 	b := learned(alive)
 	p.futile = b < p.floor()
 	p.bound.Store(int64(max(b, p.floor())))
@@ -81,11 +87,18 @@ func (p *Pool) dropSentinelLocked() *entry {
 	return s
 }
 
-// keepSentinelLocked makes e, a connection that reached the bound, the
-// sentinel when the pool is kept warm, still learning, and has none.
-func (p *Pool) keepSentinelLocked(e entry) bool {
-	if p.closed || !p.cfg.Refresh || p.level <= 0 || !p.learning.Load() || p.sentinel != nil {
+// keepSentinelLocked makes e, a connection that reached the bound at now,
+// the sentinel when the pool is kept warm, has none, and is learning (or
+// its bound is older than Relearn: then it learns again).
+func (p *Pool) keepSentinelLocked(e entry, now time.Time) bool {
+	if p.closed || !p.cfg.Refresh || p.level <= 0 || p.sentinel != nil {
 		return false
+	}
+	if !p.learning.Load() {
+		if now.Sub(p.settled) < p.cfg.Relearn {
+			return false
+		}
+		p.learning.Store(true)
 	}
 	p.sentinel = &e
 	p.hasSentinel.Store(true)
@@ -145,10 +158,10 @@ func (p *Pool) lookDue(now time.Time) {
 			age := now.Sub(s.at)
 			switch {
 			case v == closed:
-				p.settleLocked(s.alive.Sub(s.at))
+				p.settleLocked(now, s.alive.Sub(s.at))
 			case v == spoke: // it taught nothing: the next one learns
 			case age >= p.cfg.Cap:
-				p.settleLocked(p.cfg.Cap)
+				p.settleLocked(now, p.cfg.Cap)
 				p.expired.Add(1)
 			default:
 				s.alive, s.next = now, now.Add(lookEvery(age))

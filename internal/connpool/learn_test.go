@@ -230,3 +230,23 @@ func TestADepositIsNoSentinel(t *testing.T) {
 		t.Fatalf("stats %+v, %d accepts", st, srv.accepts.Load())
 	}
 }
+
+// A learned bound stands for Relearn; then the next kept connection to
+// reach it is a sentinel again, one at most, and the learning ends anew.
+func TestALearnedBoundIsLearnedAgain(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, false)
+	p := newPool(t, Config{Dial: srv.dial, Refresh: true, Idle: 500 * time.Millisecond, Cap: 2 * time.Second, Relearn: time.Second})
+	stop := watchOpen(t, srv, 2)
+	defer stop()
+	if err := p.Fill(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitSettled(t, p, 5*time.Second); st.IdleBound != time.Second {
+		t.Fatalf("at the cap: %+v", st)
+	}
+	waitFor(t, "a second sentinel", func() bool { st := p.Stats(); return st.Learning && st.Sentinel })
+	if st := waitSettled(t, p, 5*time.Second); st.IdleBound != time.Second || st.Sentinel {
+		t.Fatalf("learned again: %+v", st)
+	}
+}

@@ -38,38 +38,41 @@
 //
 // # Learning the bound
 //
-// The reaper looks into every pooled connection at a cadence growing
-// with its age (age/16, between 250 ms and 2 s). A kept pool (Refresh,
-// with a level set by Fill) that has not learned its bound keeps at most
-// one sentinel: the pooled connection that reached the bound, held past
-// it and never handed out, while a replacement takes its place. When the
-// sentinel is found closed, last seen open at age A, the bound becomes
-// A − min(1 s, A/2); when it is still open at Cap (DefaultCap, 120 s), the
-// bound becomes Cap − 1 s and the sentinel is closed. Cap is where
-// learning further saves under one connection a minute, and where the
-// transport's TCP keepalive (120 s idle) would start probing a connection
-// no flow uses. A pooled connection (not the sentinel) found closed
-// younger than the bound — at hand-out, by Fill or by the reaper — lowers
-// the bound to its own A − min(1 s, A/2) at once (not below MinIdle,
-// 500 ms: one early death may as well be a reset), drops a sentinel then
-// out, and starts learning again from there: a server restart then costs
-// one more sentinel, not a lowered bound for ever. A sentinel that shows a
-// bound under MinIdle (a server closing an idle connection within about a
+// The reaper looks into every pooled connection at a cadence growing with
+// its age (age/16, between 250 ms and 2 s). A kept pool (Refresh, with a
+// level set by Fill) that has not learned its bound keeps at most one
+// sentinel: the pooled connection that reached the bound, held past it and
+// never handed out, while a replacement takes its place. When the sentinel
+// is found closed, last seen open at age A, the bound becomes A − min(1 s,
+// A/2); when it is still open at Cap (DefaultCap, 120 s), the bound
+// becomes Cap − 1 s and the sentinel is closed. Cap is where learning
+// further saves under one connection a minute, and where the transport's
+// TCP keepalive (120 s idle) would start probing a connection no flow
+// uses. A pooled connection (not the sentinel) found closed younger than
+// the bound — at hand-out, by Fill or by the reaper — lowers the bound to
+// its own A − min(1 s, A/2) at once (not below MinIdle, 500 ms: one early
+// death may as well be a reset), drops a sentinel then out, and starts
+// learning again from there: a server restart then costs one more
+// sentinel, not a lowered bound for ever. A sentinel that shows a bound
+// under MinIdle (a server closing an idle connection within about a
 // second) leaves nothing worth keeping: the pool stops replacing (Fill
 // still deposits). The reaper's replacements are paced to one per
 // Config.Idle, so a learned bound never redials faster than the starting
-// one. The bound lives in memory with the pool: it survives Purge (a
-// node's death does not change the server's policy) and a reload that
-// keeps the outbound version (the pool is kept); a changed node starts
-// again from Idle.
+// one. A learned bound stands for Relearn (DefaultRelearn, 30 min); then
+// the next connection to reach it is a sentinel again, so a server whose
+// policy changed, or a sentinel that met a restart rather than the policy,
+// costs one connection per half hour at most to correct. The bound lives
+// in memory with the pool: it survives Purge (a node's death does not
+// change the server's policy) and a reload that keeps the outbound version
+// (the pool is kept); a changed node starts again from Idle.
 //
 // # Bounds and ownership
 //
 // At most Size (DefaultSize, 2) connections wait per pool: the warm-up
 // passes deposit one at a time, and a second lets a deposit land while a
 // flow takes the first. The pool's one goroutine closes expired
-// connections (and, with Refresh, replaces them) while any are pooled; it
-// ends when the pool is empty or closed, and Close waits for it. Purge,
+// connections (and, with Refresh, replaces them) and looks after the
+// sentinel while any is pooled; it ends when the pool is empty or closed, and Close waits for it. Purge,
 // for the health engine's alive → dead callback, closes every pooled
 // connection and stops the refresh until the next Fill.
 package connpool
@@ -113,6 +116,9 @@ type Config struct {
 	// Cap is the age at which a sentinel still open ends the learning
 	// (0: DefaultCap).
 	Cap time.Duration
+	// Relearn is how long a learned bound stands before a kept pool
+	// learns it again (0: DefaultRelearn).
+	Relearn time.Duration
 	// Refresh replaces each connection that expires, keeping the level
 	// the last Fill set, until Purge or Close.
 	Refresh bool
@@ -162,6 +168,7 @@ type Pool struct {
 	paced    time.Time  // the reaper's last replacement dial
 	sentinel *entry     // at most one, never handed out; see learn.go
 	futile   bool       // the learned bound is under the floor: no replacing
+	settled  time.Time  // when the learning last ended
 	epoch    uint64     // advanced by Purge: a dial begun before lands closed
 	reaping  bool
 	closed   bool
@@ -182,6 +189,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.Cap <= 0 {
 		cfg.Cap = DefaultCap
+	}
+	if cfg.Relearn <= 0 {
+		cfg.Relearn = DefaultRelearn
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = netx.EstablishTimeout(0)
@@ -435,7 +445,7 @@ func (p *Pool) reap() {
 			p.idle[0] = entry{}
 			p.idle = p.idle[1:]
 			p.owed++
-			if !p.keepSentinelLocked(e) {
+			if !p.keepSentinelLocked(e, now) {
 				old = append(old, e)
 			}
 		}
