@@ -22,8 +22,8 @@ func TestThePoolLearnsTheServersIdleBound(t *testing.T) {
 		withTLS  bool
 		min, max time.Duration
 	}{
-		{"xray", false, 2500 * time.Millisecond, 3 * time.Second},
-		{"xray", true, 2500 * time.Millisecond, 3 * time.Second},
+		{"xray", false, 2 * time.Second, 3 * time.Second},
+		{"xray", true, 2 * time.Second, 3 * time.Second},
 		{"sing-box", false, 9 * time.Second, 9 * time.Second},
 	} {
 		name := tc.peer + "/tcp"
