@@ -11,6 +11,7 @@ import (
 	"switchyard/group"
 	"switchyard/health"
 	"switchyard/netx"
+	"switchyard/outbound"
 	"switchyard/warm"
 )
 
@@ -30,11 +31,14 @@ type warmBackend interface {
 }
 
 // warmJSON is a node's warm state: what it keeps (pool, session or
-// none), its pooled connections, whether its session is up, and which
-// owners retain it.
+// none), its pooled connections and a pool's idle bound (and whether it
+// is still being learned), whether its session is up, and which owners
+// retain it.
 type warmJSON struct {
 	Kind        string     `json:"kind"`
 	Pooled      int        `json:"pooled"`
+	IdleBound   *float64   `json:"idle_bound_seconds,omitempty"`
+	Learning    *bool      `json:"idle_bound_learning,omitempty"`
 	Up          bool       `json:"up"`
 	Owners      []string   `json:"owners"`
 	LastAttempt *time.Time `json:"last_attempt,omitempty"`
@@ -43,6 +47,10 @@ type warmJSON struct {
 
 func warmOf(st warm.State) warmJSON {
 	j := warmJSON{Kind: st.Kind.String(), Pooled: st.Pooled, Up: st.Up, Owners: []string{}, LastError: st.LastError}
+	if st.Kind == outbound.WarmPool {
+		b, l := st.IdleBound.Seconds(), st.Learning
+		j.IdleBound, j.Learning = &b, &l
+	}
 	for _, o := range warm.Owners {
 		if st.Owners&o.Bit != 0 {
 			j.Owners = append(j.Owners, o.Name)

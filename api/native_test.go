@@ -67,7 +67,8 @@ func TestNativeAPI(t *testing.T) {
 }
 
 // A Selector's choice that keeps a pool shows its warm state: one
-// pooled connection, retained by the selector owner.
+// pooled connection, retained by the selector owner, and the pool's idle
+// bound, the starting 3 s while it is learned.
 func TestNativeNodeWarmState(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -116,7 +117,8 @@ members = ["ss1"]
 			Warm *warmJSON
 		}
 		r.get(t, "/switchyard/v1/nodes/ss1", 200, &n)
-		if n.Warm != nil && n.Warm.Kind == "pool" && n.Warm.Pooled == 1 && slices.Equal(n.Warm.Owners, []string{"selector"}) && n.Warm.LastAttempt != nil {
+		if n.Warm != nil && n.Warm.Kind == "pool" && n.Warm.Pooled == 1 && slices.Equal(n.Warm.Owners, []string{"selector"}) && n.Warm.LastAttempt != nil &&
+			n.Warm.IdleBound != nil && *n.Warm.IdleBound == 3 && n.Warm.Learning != nil && *n.Warm.Learning {
 			break
 		}
 		if time.Now().After(deadline) {

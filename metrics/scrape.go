@@ -47,6 +47,8 @@ var (
 		"Replies of the in-process DNS service by response code.", "rcode")
 	warmPooledDesc = desc("warm_pooled_connections",
 		"Bare server connections (connected, TLS completed) waiting in a node's pool.", "node")
+	warmBoundDesc = desc("warm_idle_bound_seconds",
+		"The age past which a node's pooled connection is not handed out, learned per server (starting at 3 s).", "node")
 	warmUpDesc = desc("warm_session_up",
 		"Whether the session a node's flows share (QUIC connection, WireGuard tunnel, gRPC HTTP/2 connection) is up: 1 or 0.", "node")
 	warmOwnedDesc = desc("warm_owned",
@@ -63,7 +65,7 @@ var allDescs = []*prometheus.Desc{
 	flowsOpenDesc, flowsTotalDesc, bytesDesc,
 	admissionLimitDesc, admissionInUseDesc, admissionWaitingDesc,
 	dnsQueriesDesc, dnsHitsDesc, dnsFailuresDesc, dnsLatencyDesc, dnsServedDesc, dnsAnswersDesc,
-	warmPooledDesc, warmUpDesc, warmOwnedDesc,
+	warmPooledDesc, warmBoundDesc, warmUpDesc, warmOwnedDesc,
 }
 
 // dnsBounds are dns.LatencyBounds in seconds, the histogram's buckets.
@@ -104,7 +106,8 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 }
 
 // warm emits the warm state of every node in force that keeps something
-// warm: a pool's waiting connections, a session's, and its owner bits.
+// warm: a pool's waiting connections and idle bound, a session's, and its
+// owner bits.
 func (s *snapshots) warm(ch chan<- prometheus.Metric, src Source, k *known) {
 	ws, ok := src.(WarmSource)
 	if !ok {
@@ -117,6 +120,7 @@ func (s *snapshots) warm(ch chan<- prometheus.Metric, src Source, k *known) {
 		switch st.Kind {
 		case outbound.WarmPool:
 			ch <- prometheus.MustNewConstMetric(warmPooledDesc, prometheus.GaugeValue, float64(st.Pooled), st.Name)
+			ch <- prometheus.MustNewConstMetric(warmBoundDesc, prometheus.GaugeValue, st.IdleBound.Seconds(), st.Name)
 		case outbound.WarmSession:
 			ch <- prometheus.MustNewConstMetric(warmUpDesc, prometheus.GaugeValue, b2f(st.Up), st.Name)
 		}

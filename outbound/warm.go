@@ -1,6 +1,9 @@
 package outbound
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // WarmKind is what an outbound keeps warm between flows.
 type WarmKind uint8
@@ -34,6 +37,10 @@ type Warmth struct {
 	Kind   WarmKind
 	Pooled int  // WarmPool: connections waiting in the pool
 	Up     bool // WarmSession: the session is established
+	// WarmPool: the age past which a pooled connection is not handed
+	// out, learned per server, and whether it is still being learned.
+	IdleBound time.Duration
+	Learning  bool
 }
 
 // Warmer is implemented by an outbound that can make what it reuses

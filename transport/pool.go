@@ -32,6 +32,9 @@ type Warmth struct {
 	Kind   WarmKind
 	Pooled int  // WarmPool: connections waiting in the pool
 	Up     bool // WarmSession: the session is established
+	// WarmPool: the pool's idle bound, and whether it is still learning it.
+	IdleBound time.Duration
+	Learning  bool
 }
 
 // ErrNothingToWarm is the failure of Warm on a transport that keeps
@@ -117,7 +120,8 @@ func (d *Dialer) Cool() {
 func (d *Dialer) Warmth() Warmth {
 	switch {
 	case d.pool != nil:
-		return Warmth{Kind: WarmPool, Pooled: d.pool.Stats().Idle}
+		st := d.pool.Stats()
+		return Warmth{Kind: WarmPool, Pooled: st.Idle, IdleBound: st.IdleBound, Learning: st.Learning}
 	case d.grpc != nil:
 		return Warmth{Kind: WarmSession, Up: d.grpc.slot.State().Phase == slot.Up}
 	}

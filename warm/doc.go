@@ -31,8 +31,9 @@
 // Selector pin: every Selector group's TCP choice (its effective member's
 // leaf, an unhealthy explicit choice included), deduplicated by node
 // identity, owns OwnSelector: a pool keeps one connection (replaced by the
-// pool as it expires, a found-dead one discarded and redialed by the
-// pass), a session is kept established. A change of a group's effective
+// pool as it expires at the idle bound the pool learns of its server, a
+// found-dead one discarded and redialed by the pass), a session is kept
+// established. A change of a group's effective
 // member wakes the pass at once (Wake); otherwise a pass runs every
 // PassInterval (10 s) and repairs what was lost, consumed or expired.
 //
@@ -53,12 +54,13 @@
 // (Source.Begin: its dial admission and its absolute deadline). Passes
 // and attempts run on goroutines the manager owns; Close stops them and
 // waits. The retained set is at most the number of Selector groups plus
-// 4 × N nodes; a pool holds at most connpool.DefaultSize connections.
+// 4 × N nodes; a pool holds at most connpool.DefaultSize connections, and
+// a kept one, while it learns its idle bound, one sentinel more.
 //
 // # Observable
 //
-// States reads the published runtimes (owner bits, pooled connections,
-// session up) without a lock a pass or an attempt holds. Each attempt that
+// States reads the published runtimes (owner bits, pooled connections
+// and the pool's idle bound, session up) without a lock a pass or an attempt holds. Each attempt that
 // opened something or failed is logged at debug level with the node, the
 // mechanism, the outcome and the duration.
 package warm

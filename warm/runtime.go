@@ -84,6 +84,10 @@ type State struct {
 	Owners  Owner
 	Pooled  int  // pool: connections waiting
 	Up      bool // session: established
+	// IdleBound is a pool's idle bound, Learning whether it is still
+	// being learned (see internal/connpool).
+	IdleBound time.Duration
+	Learning  bool
 	// LastAttempt is when an attempt last opened something or failed,
 	// LastError its error ("" on success).
 	LastAttempt time.Time
@@ -94,7 +98,8 @@ type State struct {
 // state, no lock.
 func (r *Runtime) State() State {
 	w := r.node.Out.Warmth()
-	st := State{Name: r.node.Name, ID: r.node.ID, Version: r.node.Version, Kind: w.Kind, Owners: r.Owners(), Pooled: w.Pooled, Up: w.Up}
+	st := State{Name: r.node.Name, ID: r.node.ID, Version: r.node.Version, Kind: w.Kind, Owners: r.Owners(), Pooled: w.Pooled, Up: w.Up,
+		IdleBound: w.IdleBound, Learning: w.Learning}
 	if at := r.lastAt.Load(); at != 0 {
 		st.LastAttempt = time.Unix(0, at)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,16 +26,23 @@ type server struct {
 
 	mu    sync.Mutex
 	conns []net.Conn
-	eofs  atomic.Int32 // connections the client closed
+	born  map[string]time.Time // accept times by the client's address
+	eofs  atomic.Int32         // connections the client closed
+	idle  time.Duration        // > 0: a connection that sent nothing this long is closed
+	shut  atomic.Int32         // connections closed for idling
 }
 
-func newServer(t *testing.T, withTLS bool) *server {
+func newServer(t *testing.T, withTLS bool) *server { return newIdleServer(t, withTLS, 0) }
+
+// newIdleServer is a server that closes a connection which sent nothing
+// within idle of its accept (a handshake policy); 0: never.
+func newIdleServer(t *testing.T, withTLS bool, idle time.Duration) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{ln: ln}
+	s := &server{ln: ln, idle: idle, born: map[string]time.Time{}}
 	if withTLS {
 		c := testcert.New(t, "pool.test")
 		s.tls = &tls.Config{Certificates: []tls.Certificate{c.Certificate}}
@@ -47,15 +56,35 @@ func newServer(t *testing.T, withTLS bool) *server {
 				return
 			}
 			s.accepts.Add(1)
+			at := time.Now()
 			if s.tls != nil {
 				c = tls.Server(c, s.tls)
 			}
 			s.mu.Lock()
 			s.conns = append(s.conns, c)
+			s.born[c.RemoteAddr().String()] = at
 			s.mu.Unlock()
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
+				if s.idle > 0 {
+					c.SetReadDeadline(at.Add(s.idle))
+					var b [1]byte
+					if _, err := c.Read(b[:]); err != nil {
+						switch {
+						case errors.Is(err, os.ErrDeadlineExceeded):
+							s.shut.Add(1)
+						case errors.Is(err, io.EOF):
+							s.eofs.Add(1)
+						}
+						c.Close()
+						return
+					}
+					c.SetReadDeadline(time.Time{})
+					if _, err := c.Write(b[:]); err != nil {
+						return
+					}
+				}
 				if _, err := io.Copy(c, c); err == nil {
 					s.eofs.Add(1)
 				}
@@ -73,6 +102,23 @@ func newServer(t *testing.T, withTLS bool) *server {
 	})
 	return s
 }
+
+// age is how long ago the server accepted c, a client connection.
+func (s *server) age(t *testing.T, c net.Conn) time.Duration {
+	t.Helper()
+	var at time.Time
+	waitFor(t, "the server to accept "+c.LocalAddr().String(), func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var ok bool
+		at, ok = s.born[c.LocalAddr().String()]
+		return ok
+	})
+	return time.Since(at)
+}
+
+// open is how many accepted connections neither side has closed.
+func (s *server) open() int { return int(s.accepts.Load() - s.eofs.Load() - s.shut.Load()) }
 
 // conn is the server's side of the i-th accepted connection.
 func (s *server) conn(t *testing.T, i int) net.Conn {

@@ -23,23 +23,56 @@
 // nginx's client_header_timeout); V2Ray and earlier Xray releases default
 // to 4 s, and many deployments still set handshake = 4, which the timer
 // counts from the accept, TLS handshake included. A client cannot tell which policy a
-// server runs, so a pooled connection is handed out only while younger
-// than DefaultIdle (3 s): below the smallest of these, with a second left
-// for the flow's request to reach the server. An older one is closed,
-// never handed out; with Refresh it is replaced.
+// server runs, so a pool starts with an idle bound of DefaultIdle (3 s):
+// below the smallest of these, with a second left for the flow's request
+// to reach the server. A pooled connection is handed out only while
+// younger than the bound; an older one is closed, never handed out; with
+// Refresh it is replaced. Each pool then learns its server's bound (see
+// learn.go and "Learning the bound" below), so that a kept connection is
+// not redialed every 3 s against a server that would keep it a minute.
 //
 // Before a connection is handed out its socket is looked into (Linux: a
 // non-blocking MSG_PEEK read and the TCP state, no byte taken): one the
 // server closed or reset is discarded, and the flow gets a fresh
 // connection instead. On other platforms nothing is pooled.
 //
+// # Learning the bound
+//
+// The reaper looks into every pooled connection at a cadence growing with
+// its age (age/16, between 250 ms and 2 s). A kept pool (Refresh, with a
+// level set by Fill) that has not learned its bound keeps at most one
+// sentinel: the pooled connection that reached the bound, held past it and
+// never handed out, while a replacement takes its place. When the sentinel
+// is found closed, last seen open at age A, the bound becomes A − min(1 s,
+// A/2); when it is still open at Cap (DefaultCap, 120 s), the bound
+// becomes Cap − 1 s and the sentinel is closed. Cap is where learning
+// further saves under one connection a minute, and where the transport's
+// TCP keepalive (120 s idle) would start probing a connection no flow
+// uses. A pooled connection (not the sentinel) found closed younger than
+// the bound — at hand-out, by Fill or by the reaper — lowers the bound to
+// its own A − min(1 s, A/2) at once (not below MinIdle, 500 ms: one early
+// death may as well be a reset), drops a sentinel then out, and starts
+// learning again from there: a server restart then costs one more
+// sentinel, not a lowered bound for ever. A sentinel that shows a bound
+// under MinIdle (a server closing an idle connection within about a
+// second) leaves nothing worth keeping: the pool stops replacing (Fill
+// still deposits). The reaper's replacements are paced to one per
+// Config.Idle, so a learned bound never redials faster than the starting
+// one. A learned bound stands for Relearn (DefaultRelearn, 30 min); then
+// the next connection to reach it is a sentinel again, so a server whose
+// policy changed, or a sentinel that met a restart rather than the policy,
+// costs one connection per half hour at most to correct. The bound lives
+// in memory with the pool: it survives Purge (a node's death does not
+// change the server's policy) and a reload that keeps the outbound version
+// (the pool is kept); a changed node starts again from Idle.
+//
 // # Bounds and ownership
 //
 // At most Size (DefaultSize, 2) connections wait per pool: the warm-up
 // passes deposit one at a time, and a second lets a deposit land while a
 // flow takes the first. The pool's one goroutine closes expired
-// connections (and, with Refresh, replaces them) while any are pooled; it
-// ends when the pool is empty or closed, and Close waits for it. Purge,
+// connections (and, with Refresh, replaces them) and looks after the
+// sentinel while any is pooled; it ends when the pool is empty or closed, and Close waits for it. Purge,
 // for the health engine's alive → dead callback, closes every pooled
 // connection and stops the refresh until the next Fill.
 package connpool
@@ -76,9 +109,16 @@ type Config struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 	// Size bounds the pooled connections (0: DefaultSize).
 	Size int
-	// Idle is the age past which a pooled connection is closed (0:
-	// DefaultIdle).
+	// Idle is the idle bound the pool starts with, the age past which a
+	// pooled connection is closed until a learned one replaces it (0:
+	// DefaultIdle); also the least interval between two replacements.
 	Idle time.Duration
+	// Cap is the age at which a sentinel still open ends the learning
+	// (0: DefaultCap).
+	Cap time.Duration
+	// Relearn is how long a learned bound stands before a kept pool
+	// learns it again (0: DefaultRelearn).
+	Relearn time.Duration
 	// Refresh replaces each connection that expires, keeping the level
 	// the last Fill set, until Purge or Close.
 	Refresh bool
@@ -98,11 +138,17 @@ type Stats struct {
 	Dead      uint64 // pooled connections found closed by the server
 	Expired   uint64 // pooled connections closed for their age
 	Deposited uint64 // connections that entered the pool
+
+	IdleBound time.Duration // the age past which a pooled connection is not handed out
+	Learning  bool          // the bound is provisional: a kept pool holds a sentinel to learn it
+	Sentinel  bool          // a sentinel is held now (never handed out)
 }
 
 type entry struct {
-	c  net.Conn
-	at time.Time
+	c     net.Conn
+	at    time.Time // deposited
+	alive time.Time // last seen open
+	next  time.Time // the reaper's next look
 }
 
 // Pool is one node's pool. It is safe for concurrent use.
@@ -115,14 +161,21 @@ type Pool struct {
 	wg     sync.WaitGroup // the reaper
 	wake   chan struct{}  // a deposit or a Purge: the reaper looks again
 
-	mu      sync.Mutex // guards what follows; never held across I/O
-	idle    []entry    // oldest first
-	level   int        // Refresh: how many the pool keeps; 0 after Purge
-	epoch   uint64     // advanced by Purge: a dial begun before lands closed
-	reaping bool
-	closed  bool
+	mu       sync.Mutex // guards what follows; never held across I/O
+	idle     []entry    // oldest first
+	level    int        // Refresh: how many the pool keeps; 0 after Purge
+	owed     int        // replacements due for connections the reaper removed
+	paced    time.Time  // the reaper's last replacement dial
+	sentinel *entry     // at most one, never handed out; see learn.go
+	futile   bool       // the learned bound is under the floor: no replacing
+	settled  time.Time  // when the learning last ended
+	epoch    uint64     // advanced by Purge: a dial begun before lands closed
+	reaping  bool
+	closed   bool
 
 	nIdle                                  atomic.Int64
+	bound                                  atomic.Int64 // the idle bound, ns
+	learning, hasSentinel                  atomic.Bool  // written under mu
 	hits, misses, dead, expired, deposited atomic.Uint64
 }
 
@@ -134,6 +187,12 @@ func New(cfg Config) *Pool {
 	if cfg.Idle <= 0 {
 		cfg.Idle = DefaultIdle
 	}
+	if cfg.Cap <= 0 {
+		cfg.Cap = DefaultCap
+	}
+	if cfg.Relearn <= 0 {
+		cfg.Relearn = DefaultRelearn
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = netx.EstablishTimeout(0)
 	}
@@ -141,28 +200,34 @@ func New(cfg Config) *Pool {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.bound.Store(int64(cfg.Idle))
+	p.learning.Store(true)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p
 }
 
 // Get returns a pooled connection, fromPool true, or else a fresh one
 // dialed under ctx. A pooled connection is the youngest waiting, younger
-// than Idle, and one whose server has not closed it; the others met on the
-// way are closed.
+// than the idle bound, and one whose server has not closed it; the others
+// met on the way are closed (one the server closed lowers the bound).
 func (p *Pool) Get(ctx context.Context) (c net.Conn, fromPool bool, err error) {
 	for {
 		e, ok := p.take()
 		if !ok {
 			break
 		}
-		switch {
-		case p.now().Sub(e.at) >= p.cfg.Idle:
+		if p.now().Sub(e.at) >= p.Bound() {
 			p.expired.Add(1)
-		case !usable(e.c):
+		} else {
+			v := look(e.c)
+			if v == fine {
+				p.hits.Add(1)
+				return e.c, true, nil
+			}
 			p.dead.Add(1)
-		default:
-			p.hits.Add(1)
-			return e.c, true, nil
+			if v == closed {
+				p.died(e)
+			}
 		}
 		e.c.Close()
 	}
@@ -213,7 +278,7 @@ func (p *Pool) put(c net.Conn, epoch uint64) bool {
 		c.Close()
 		return false
 	}
-	p.idle = append(p.idle, entry{c: c, at: now})
+	p.idle = append(p.idle, entry{c: c, at: now, alive: now, next: now.Add(lookEvery(0))})
 	p.nIdle.Store(int64(len(p.idle)))
 	p.deposited.Add(1)
 	if !p.reaping {
@@ -273,18 +338,27 @@ func (p *Pool) sweep() {
 	idle, epoch := p.idle, p.epoch
 	p.idle = nil
 	p.mu.Unlock()
-	var good, dead []entry
+	var good, dead, gone []entry
 	for _, e := range idle {
-		if usable(e.c) {
+		switch look(e.c) {
+		case fine:
 			good = append(good, e)
-		} else {
+		case closed:
+			gone = append(gone, e)
+			fallthrough
+		default:
 			dead = append(dead, e)
 		}
 	}
 	var drop []entry
 	p.mu.Lock()
+	for _, e := range gone {
+		if s := p.diedLocked(e); s != nil {
+			drop = append(drop, *s)
+		}
+	}
 	if p.closed || epoch != p.epoch {
-		drop, good = good, nil
+		drop, good = append(drop, good...), nil
 	}
 	// What was deposited meanwhile is younger: it stays after them.
 	p.idle = append(good, p.idle...)
@@ -312,7 +386,10 @@ func (p *Pool) sweep() {
 func (p *Pool) Purge() {
 	p.mu.Lock()
 	idle := p.idle
-	p.idle, p.level = nil, 0
+	if s := p.dropSentinelLocked(); s != nil {
+		idle = append(idle, *s)
+	}
+	p.idle, p.level, p.owed = nil, 0, 0
 	p.epoch++
 	p.nIdle.Store(0)
 	p.mu.Unlock()
@@ -343,47 +420,55 @@ func (p *Pool) Stats() Stats {
 		Dead:      p.dead.Load(),
 		Expired:   p.expired.Load(),
 		Deposited: p.deposited.Load(),
+		IdleBound: p.Bound(),
+		Learning:  p.learning.Load(),
+		Sentinel:  p.hasSentinel.Load(),
 	}
 }
 
-// reap closes the pooled connections as they reach Idle and, with
-// Refresh, dials their replacements. It runs while the pool holds any
-// connection or a level to keep, and ends when it is empty or closed.
+// reap closes the pooled connections as they reach the bound (one may
+// become the sentinel instead), looks into them at their cadence and,
+// with Refresh, dials the replacements of those it removed, paced. It runs
+// while the pool holds any connection, a sentinel or a replacement due,
+// and ends when there is none or the pool is closed.
 func (p *Pool) reap() {
 	defer p.wg.Done()
-	timer := time.NewTimer(p.cfg.Idle)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := p.now()
+		p.lookDue(p.now())
+		now, bound := p.now(), p.Bound()
 		p.mu.Lock()
 		var old []entry
-		for len(p.idle) > 0 && now.Sub(p.idle[0].at) >= p.cfg.Idle {
-			old = append(old, p.idle[0])
+		for len(p.idle) > 0 && now.Sub(p.idle[0].at) >= bound {
+			e := p.idle[0]
 			p.idle[0] = entry{}
 			p.idle = p.idle[1:]
+			p.owed++
+			if !p.keepSentinelLocked(e, now) {
+				old = append(old, e)
+			}
 		}
 		p.nIdle.Store(int64(len(p.idle)))
-		missing, epoch := p.level-len(p.idle), p.epoch
-		if p.closed || len(p.idle) == 0 && (missing <= 0 || len(old) == 0) {
+		refill, epoch := min(p.owed, p.level-len(p.idle)), p.epoch
+		if refill <= 0 || p.futile {
+			refill, p.owed = 0, 0
+		}
+		if p.closed || len(p.idle) == 0 && p.sentinel == nil && refill == 0 {
 			p.reaping = false
 			p.mu.Unlock()
 			p.closeExpired(old)
 			return
 		}
-		var next time.Duration
-		if len(p.idle) > 0 {
-			next = p.idle[0].at.Add(p.cfg.Idle).Sub(now)
+		next, dial := p.nextLocked(now, bound, refill)
+		if dial {
+			p.owed--
+			p.paced = now
 		}
 		p.mu.Unlock()
 		p.closeExpired(old)
-		if len(old) > 0 {
-			// Replace the expired, up to the level: the loop then goes on
-			// for the replacements.
-			for range min(len(old), missing) {
-				if !p.refresh(epoch) {
-					break
-				}
-			}
+		if dial {
+			p.refresh(epoch)
 			continue
 		}
 		timer.Reset(next)
@@ -396,6 +481,30 @@ func (p *Pool) reap() {
 			return
 		}
 	}
+}
+
+// nextLocked is how long the reaper sleeps: until the oldest pooled
+// connection expires, a look is due, or a paced replacement may dial (dial
+// true: now).
+func (p *Pool) nextLocked(now time.Time, bound time.Duration, refill int) (next time.Duration, dial bool) {
+	next = time.Hour
+	if len(p.idle) > 0 {
+		next = min(next, p.idle[0].at.Add(bound).Sub(now))
+	}
+	for _, e := range p.idle {
+		next = min(next, e.next.Sub(now))
+	}
+	if s := p.sentinel; s != nil {
+		next = min(next, s.next.Sub(now))
+	}
+	if refill > 0 {
+		wait := p.paced.Add(p.cfg.Idle).Sub(now)
+		if wait <= 0 {
+			return 0, true
+		}
+		next = min(next, wait)
+	}
+	return max(next, 0), false
 }
 
 // endReap marks the reaper gone; Close has emptied the pool.
@@ -412,14 +521,11 @@ func (p *Pool) closeExpired(old []entry) {
 	p.expired.Add(uint64(len(old)))
 }
 
-// refresh dials one replacement under Timeout and deposits it; it reports
-// whether it did.
-func (p *Pool) refresh(epoch uint64) bool {
+// refresh dials one replacement under Timeout and deposits it.
+func (p *Pool) refresh(epoch uint64) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeout)
 	defer cancel()
-	c, err := p.cfg.Dial(ctx)
-	if err != nil {
-		return false
+	if c, err := p.cfg.Dial(ctx); err == nil {
+		p.put(c, epoch)
 	}
-	return p.put(c, epoch)
 }

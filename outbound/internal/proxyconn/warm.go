@@ -14,5 +14,5 @@ func Warmth(w transport.Warmth) outbound.Warmth {
 	case transport.WarmSession:
 		k = outbound.WarmSession
 	}
-	return outbound.Warmth{Kind: k, Pooled: w.Pooled, Up: w.Up}
+	return outbound.Warmth{Kind: k, Pooled: w.Pooled, Up: w.Up, IdleBound: w.IdleBound, Learning: w.Learning}
 }
