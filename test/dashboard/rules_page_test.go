@@ -133,8 +133,16 @@ func rulesPage(t *testing.T, b *browser, p *proc, api string, rulePort int) {
 			c := b.ruleCard(title, "node-a")
 			return c.Found && c.On == on, fmt.Sprintf("%+v", c)
 		})
-		if off, _ := ruleState(t, api, 0); off == on {
-			t.Fatalf("GET /rules: rule 0 disabled=%v after the switch was turned on=%v in the page", off, on)
+		// The page shows the switch before its PATCH is answered: the API
+		// follows within the step's bound.
+		for deadline := time.Now().Add(waitStep); ; time.Sleep(20 * time.Millisecond) {
+			off, _ := ruleState(t, api, 0)
+			if off != on {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET /rules: rule 0 disabled=%v %v after the switch was turned on=%v in the page", off, waitStep, on)
+			}
 		}
 	}
 	toggle(false)
