@@ -241,8 +241,11 @@ func TestSelectorPinPoolsAConnectionAFlowTakes(t *testing.T) {
 		t.Fatalf("warm state %+v", st)
 	}
 	flowThrough(t, sv)
-	if n, req := srv.accepted(); n != 1 || req != 1 {
-		t.Fatalf("server accepted %d connections (%d with a request), want the pooled one only", n, req)
+	// The flow ran on the pooled connection; the pool replaced it at once
+	// (no request on that one).
+	waitFor(t, "the replacement", func() bool { return pooledOf(sv, "tj") == 1 })
+	if n, req := srv.accepted(); n != 2 || req != 1 {
+		t.Fatalf("server accepted %d connections (%d with a request), want the pooled one and its replacement", n, req)
 	}
 	id, _ := sv.NodeID("tj")
 	ns, _ := sv.engine.Load().State(id)
@@ -286,7 +289,9 @@ func TestSelectorPinRepairsWithinOnePass(t *testing.T) {
 	waitFor(t, "a second connection", func() bool { n, _ := srv.accepted(); return n == 2 })
 	waitFor(t, "the repaired pin", func() bool { return pooledOf(sv, "tj") == 1 })
 	flowThrough(t, sv)
-	if n, req := srv.accepted(); n != 2 || req != 1 {
+	// The flow took the repaired connection, which the pool replaced.
+	waitFor(t, "the replacement", func() bool { return pooledOf(sv, "tj") == 1 })
+	if n, req := srv.accepted(); n != 3 || req != 1 {
 		t.Fatalf("server accepted %d (%d with a request): the flow did not take the repaired connection", n, req)
 	}
 }
@@ -461,10 +466,8 @@ func TestWarmupDefaultsBoundWith50Nodes(t *testing.T) {
 		return n
 	}
 	waitFor(t, "the preconnect", func() bool { return pooled() == spec.PreconnectAuto })
-	waitFor(t, "every node's first probe", func() bool { return r.srv.probes() >= 50 })
-	if n, _ := r.srv.accepted(); n != spec.PreconnectAuto {
-		t.Fatalf("%d connections, want %d", n, spec.PreconnectAuto)
-	}
+	// Read before the pool's idle bound (3 s, real time) lets the
+	// deposits expire: the preconnect's 8 nodes, the choice among them.
 	st, _ := sv.WarmNode("n20")
 	if st.Owners != warm.OwnSelector || st.Pooled != 1 {
 		t.Fatalf("the choice n20: %+v", st)
@@ -476,5 +479,14 @@ func TestWarmupDefaultsBoundWith50Nodes(t *testing.T) {
 	}
 	if st, _ := sv.WarmNode("n7"); st.Pooled != 0 {
 		t.Fatalf("n7, the ninth, was preconnected")
+	}
+	// The probes connect fresh and leave the pools alone; a probe's
+	// connection is told from the others by its request, so count once
+	// every first probe has come. Only the pinned pool may have dialed
+	// once more since, for the sentinel that learns its server's idle
+	// bound (past 3 s on a loaded machine).
+	waitFor(t, "every node's first probe", func() bool { return r.srv.probes() >= 50 })
+	if n, _ := r.srv.accepted(); n < spec.PreconnectAuto || n > spec.PreconnectAuto+1 {
+		t.Fatalf("%d connections after the probes, want %d (one more for a sentinel)", n, spec.PreconnectAuto)
 	}
 }

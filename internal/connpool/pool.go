@@ -165,6 +165,7 @@ type Pool struct {
 	idle     []entry    // oldest first
 	level    int        // Refresh: how many the pool keeps; 0 after Purge
 	owed     int        // replacements due for connections the reaper removed
+	taken    int        // Refresh: replacements due for connections flows took (unpaced)
 	paced    time.Time  // the reaper's last replacement dial
 	sentinel *entry     // at most one, never handed out; see learn.go
 	futile   bool       // the learned bound is under the floor: no replacing
@@ -222,6 +223,7 @@ func (p *Pool) Get(ctx context.Context) (c net.Conn, fromPool bool, err error) {
 			v := look(e.c)
 			if v == fine {
 				p.hits.Add(1)
+				p.replaceTaken()
 				return e.c, true, nil
 			}
 			p.dead.Add(1)
@@ -289,6 +291,28 @@ func (p *Pool) put(c net.Conn, epoch uint64) bool {
 	p.mu.Unlock()
 	p.poke()
 	return true
+}
+
+// replaceTaken has a kept pool (Refresh, a level set) replace the
+// connection a flow just took, at once: a second new flow right after the
+// first finds one too. It is one dial per connection taken, never more
+// than the level, so it is bounded by the flows themselves (each would
+// have dialed anyway); the pacing of the reaper's expiry replacements does
+// not apply.
+func (p *Pool) replaceTaken() {
+	p.mu.Lock()
+	if !p.cfg.Refresh || p.level == 0 || p.closed || p.futile {
+		p.mu.Unlock()
+		return
+	}
+	p.taken++
+	if !p.reaping {
+		p.reaping = true
+		p.wg.Add(1)
+		go p.reap()
+	}
+	p.mu.Unlock()
+	p.poke()
 }
 
 func (p *Pool) poke() {
@@ -389,7 +413,7 @@ func (p *Pool) Purge() {
 	if s := p.dropSentinelLocked(); s != nil {
 		idle = append(idle, *s)
 	}
-	p.idle, p.level, p.owed = nil, 0, 0
+	p.idle, p.level, p.owed, p.taken = nil, 0, 0, 0
 	p.epoch++
 	p.nIdle.Store(0)
 	p.mu.Unlock()
@@ -450,9 +474,9 @@ func (p *Pool) reap() {
 			}
 		}
 		p.nIdle.Store(int64(len(p.idle)))
-		refill, epoch := min(p.owed, p.level-len(p.idle)), p.epoch
+		refill, epoch := min(p.owed+p.taken, p.level-len(p.idle)), p.epoch
 		if refill <= 0 || p.futile {
-			refill, p.owed = 0, 0
+			refill, p.owed, p.taken = 0, 0, 0
 		}
 		if p.closed || len(p.idle) == 0 && p.sentinel == nil && refill == 0 {
 			p.reaping = false
@@ -460,10 +484,14 @@ func (p *Pool) reap() {
 			p.closeExpired(old)
 			return
 		}
-		next, dial := p.nextLocked(now, bound, refill)
+		next, dial := p.nextLocked(now, bound, refill, p.taken > 0)
 		if dial {
-			p.owed--
-			p.paced = now
+			if p.taken > 0 {
+				p.taken--
+			} else {
+				p.owed--
+				p.paced = now
+			}
 		}
 		p.mu.Unlock()
 		p.closeExpired(old)
@@ -486,7 +514,7 @@ func (p *Pool) reap() {
 // nextLocked is how long the reaper sleeps: until the oldest pooled
 // connection expires, a look is due, or a paced replacement may dial (dial
 // true: now).
-func (p *Pool) nextLocked(now time.Time, bound time.Duration, refill int) (next time.Duration, dial bool) {
+func (p *Pool) nextLocked(now time.Time, bound time.Duration, refill int, unpaced bool) (next time.Duration, dial bool) {
 	next = time.Hour
 	if len(p.idle) > 0 {
 		next = min(next, p.idle[0].at.Add(bound).Sub(now))
@@ -496,6 +524,9 @@ func (p *Pool) nextLocked(now time.Time, bound time.Duration, refill int) (next 
 	}
 	if s := p.sentinel; s != nil {
 		next = min(next, s.next.Sub(now))
+	}
+	if refill > 0 && unpaced {
+		return 0, true
 	}
 	if refill > 0 {
 		wait := p.paced.Add(p.cfg.Idle).Sub(now)

@@ -245,3 +245,49 @@ func TestFillReplacesAConnectionTheServerClosed(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A kept pool replaces the connection a flow took at once, not at the
+// reaper's pace: the next new flow finds one too. A pool that only got a
+// deposit (no level) replaces nothing.
+func TestAKeptPoolReplacesWhatAFlowTook(t *testing.T) {
+	srv := newServer(t, false)
+	p := newPool(t, Config{Dial: srv.dial, Refresh: true})
+	if err := p.Fill(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		c, fromPool, err := p.Get(context.Background())
+		if err != nil || !fromPool {
+			t.Fatalf("flow %d: from the pool %v, %v", i, fromPool, err)
+		}
+		c.Close()
+		// Well inside the 3 s pacing of expiry replacements.
+		for deadline := time.Now().Add(time.Second); p.Stats().Idle != 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("flow %d: the connection taken is not replaced within 1 s: %+v", i, p.Stats())
+			}
+		}
+	}
+	if n := srv.accepts.Load(); n != 4 {
+		t.Fatalf("the server accepted %d connections, want 4 (the fill and one per flow)", n)
+	}
+
+	seed := newPool(t, Config{Dial: srv.dial, Refresh: true})
+	c, err := srv.dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed.Put(c)
+	// The server counts the deposit once its accept returned.
+	waitFor(t, "the deposit's accept", func() bool { return srv.accepts.Load() == 5 })
+	before := srv.accepts.Load()
+	got, fromPool, err := seed.Get(context.Background())
+	if err != nil || !fromPool {
+		t.Fatalf("the deposit: from the pool %v, %v", fromPool, err)
+	}
+	got.Close()
+	time.Sleep(200 * time.Millisecond)
+	if n := srv.accepts.Load(); n != before || seed.Stats().Idle != 0 {
+		t.Fatalf("a pool without a level replaced a deposit taken: %d more accepts, %d pooled", n-before, seed.Stats().Idle)
+	}
+}
