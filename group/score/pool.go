@@ -208,7 +208,8 @@ type slot struct {
 	key      Key
 	node     health.NodeID
 	rotation bool
-	since    int64
+	since    int64 // the slot's role (a rotation interval) began
+	joined   int64 // the leaf entered the pool
 	fails    int  // node-wide failures in a row
 	replace  bool // marked for early replacement
 }
@@ -342,17 +343,19 @@ func (p *Pool) Contains(k Key) bool {
 	return p.init && p.find(k.norm()) >= 0
 }
 
-// NodeFailed records a node-wide failure of node at at: every member
-// whose leaf is node counts it, and the ReplaceAfter-th in a row marks
-// the member for early replacement at the next Apply. Target-scoped
-// failures are not node-wide and never come here.
+// NodeFailed records a node-wide failure of node at event time at: every
+// member whose leaf is node and that joined the pool at or before at
+// counts it (a late report from an earlier tenure does not), and the
+// ReplaceAfter-th in a row marks the member for early replacement at the
+// next Apply. Target-scoped failures are not node-wide and never come
+// here.
 func (p *Pool) NodeFailed(node health.NodeID, at time.Time) {
-	_ = at
+	t := at.UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range p.slots {
 		s := &p.slots[i]
-		if s.node == node {
+		if s.node == node && t >= s.joined {
 			s.fails++
 			if s.fails >= ReplaceAfter {
 				s.replace = true

@@ -108,6 +108,9 @@ func (p *Pool) Rerank(at time.Time, cands []Candidate) {
 	t := at.UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.init && p.quiet(t, cands) {
+		return
+	}
 	v, n := newPoolView(cands, p.slots)
 	want := PoolSize(p.projectedLocked(t), n)
 	if !p.init {
@@ -146,6 +149,50 @@ func (p *Pool) Rerank(at time.Time, cands []Candidate) {
 	if !sameKeys(before[:nb], p.slots) {
 		p.gen++
 	}
+}
+
+// quiet reports, without allocating, that an Apply at t with cands has
+// nothing to do: no rerank due, no member marked, the rotation member
+// neither expired nor the winner, no nested slot withdrawn or given a new
+// representative, the committed capacity filled and no shrink or ceiling
+// cut demanded. It counts rows, not unique keys: a resolution repeating
+// a key can delay a shrink to the next rerank, never cause one.
+func (p *Pool) quiet(t int64, cands []Candidate) bool {
+	if t-p.lastRerank >= int64(RerankEvery) || len(p.slots) < p.k {
+		return false
+	}
+	n := len(cands)
+	if want := PoolSize(p.projectedLocked(t), n); want <= p.k-ShrinkBy || p.k > PoolSize(DemandPerSlot*MaxPool, n) {
+		return false
+	}
+	for i := range p.slots {
+		s := &p.slots[i]
+		if s.replace || s.rotation && t-s.since >= int64(RotateEvery) {
+			return false
+		}
+		if s.key.Subgroup != "" && !sameRepresentative(s, cands) {
+			return false
+		}
+	}
+	if last := len(p.slots) - 1; last >= 0 && p.slots[last].rotation {
+		for j := range cands {
+			if cands[j].Winner {
+				return cands[j].Key() != p.slots[last].key
+			}
+		}
+	}
+	return true
+}
+
+// sameRepresentative reports whether nested slot s's subgroup is among
+// cands (its first row) with the slot's representative.
+func sameRepresentative(s *slot, cands []Candidate) bool {
+	for j := range cands {
+		if cands[j].Subgroup == s.key.Subgroup {
+			return cands[j].Node == s.node
+		}
+	}
+	return false
 }
 
 func keysOf(s []slot) []Key {
@@ -189,10 +236,10 @@ func (p *Pool) layout(t int64, v *poolView) {
 	old := p.slots
 	keep := func(i int, rotation bool) slot {
 		r := &v.rows[i]
-		s := slot{key: r.key, node: r.Node, rotation: rotation, since: t}
+		s := slot{key: r.key, node: r.Node, rotation: rotation, since: t, joined: t}
 		for _, o := range old {
 			if o.key == r.key {
-				s.fails, s.replace = o.fails, o.replace
+				s.fails, s.replace, s.joined = o.fails, o.replace, o.joined
 				if o.rotation == rotation {
 					s.since = o.since
 				}
@@ -291,7 +338,7 @@ func (p *Pool) nested(t int64, v *poolView) {
 			}
 			if r := v.rows[i].Node; r != s.node {
 				s.node, s.fails, s.replace = r, 0, false
-				s.since = t
+				s.since, s.joined = t, t
 			}
 		}
 		out = append(out, s)
@@ -315,7 +362,7 @@ func (p *Pool) replaceMarked(t int64, v *poolView) {
 		}
 		taken[i] = true
 		r := &v.rows[i]
-		*s = slot{key: r.key, node: r.Node, rotation: s.rotation, since: t}
+		*s = slot{key: r.key, node: r.Node, rotation: s.rotation, since: t, joined: t}
 		if s.rotation {
 			p.cursor = r.decl
 		}
@@ -337,7 +384,7 @@ func (p *Pool) fill(t int64, v *poolView) {
 		}
 		taken[i] = true
 		r := &v.rows[i]
-		s := slot{key: r.key, node: r.Node, since: t}
+		s := slot{key: r.key, node: r.Node, since: t, joined: t}
 		if hasRot {
 			p.slots = slices.Insert(p.slots, len(p.slots)-1, s)
 		} else {
@@ -383,6 +430,6 @@ func (p *Pool) rotate(t int64, v *poolView) {
 		return
 	}
 	r := &v.rows[i]
-	p.slots[last] = slot{key: r.key, node: r.Node, rotation: true, since: t}
+	p.slots[last] = slot{key: r.key, node: r.Node, rotation: true, since: t, joined: t}
 	p.cursor = r.decl
 }

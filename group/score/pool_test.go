@@ -382,6 +382,15 @@ func TestPoolReplacesAfterThirdNodeFailure(t *testing.T) {
 	if rot != 1 || h.p.Capacity() != 3 {
 		t.Fatalf("rotation %d, k %d: replacement changed the rest", rot, h.p.Capacity())
 	}
+	// Late reports of failures from before node 8 joined do not count.
+	for range score.ReplaceAfter {
+		h.p.NodeFailed(node(8), h.now().Add(-time.Second))
+	}
+	h.at(3 * time.Minute)
+	h.apply()
+	if !h.isMember(8) {
+		t.Fatal("failures from before the member joined replaced it")
+	}
 }
 
 func TestPoolReplacesOnHealthExclusion(t *testing.T) {
@@ -543,12 +552,49 @@ func BenchmarkPoolPlanBegin(b *testing.B) {
 	}
 }
 
-func BenchmarkPoolRerank(b *testing.B) {
+// BenchmarkPoolApplyQuiet is an authorized Apply with nothing due: the
+// per-selection cost of keeping the pool committed (50 candidates).
+func BenchmarkPoolApplyQuiet(b *testing.B) {
 	h := newPool(b, 50)
 	h.demand(1000)
 	h.apply()
 	b.ReportAllocs()
 	for b.Loop() {
 		h.apply()
+	}
+}
+
+// BenchmarkPoolRerank is a periodic rerank of 50 candidates: every Apply
+// is five minutes after the previous one.
+func BenchmarkPoolRerank(b *testing.B) {
+	h := newPool(b, 50)
+	h.demand(1000)
+	at := h.now()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.p.Rerank(at, h.cands)
+		at = at.Add(score.RerankEvery)
+	}
+}
+
+func TestPoolRefillsWithdrawnSlotWhenEligible(t *testing.T) {
+	h := newPool(t, 4)
+	h.cands = append(h.cands, score.Candidate{Subgroup: "asia", Node: node(20), Eligible: true, Utility: 50})
+	h.apply() // ranked asia, 4; rotation 1
+	if !h.p.Contains(score.NestedKey("asia")) {
+		t.Fatal("asia not ranked")
+	}
+	h.cand(2).Eligible, h.cand(3).Eligible = false, false
+	h.cands = h.cands[:4] // asia yields nothing
+	h.at(time.Minute)
+	h.apply()
+	if m := len(h.p.Members()); m != 2 || h.p.Capacity() != 3 {
+		t.Fatalf("%d members, k %d: want asia withdrawn, no ineligible refill, k kept", m, h.p.Capacity())
+	}
+	h.cand(2).Eligible = true
+	h.at(2 * time.Minute)
+	h.apply()
+	if !h.isMember(2) || len(h.p.Members()) != 3 {
+		t.Fatal("the withdrawn capacity was not refilled once a candidate became eligible")
 	}
 }
