@@ -210,8 +210,8 @@ type slot struct {
 	rotation bool
 	since    int64 // the slot's role (a rotation interval) began
 	joined   int64 // the leaf entered the pool
-	fails    int  // node-wide failures in a row
-	replace  bool // marked for early replacement
+	fails    int   // node-wide failures in a row
+	replace  bool  // marked for early replacement
 }
 
 // Pool is one Score group's committed serving pool on one network.
