@@ -317,6 +317,10 @@ func (p *Pool) Initialized() bool {
 func (p *Pool) Members() []Slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.members()
+}
+
+func (p *Pool) members() []Slot {
 	if !p.init {
 		return nil
 	}

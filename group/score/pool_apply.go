@@ -108,6 +108,40 @@ func (p *Pool) Rerank(at time.Time, cands []Candidate) {
 	t := at.UnixNano()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.apply(t, cands)
+}
+
+// Project returns the membership an Apply at at with cands would commit,
+// committing nothing: no membership, capacity, rotation or generation
+// changes. It is the prospective membership of a preflight (the IPv4
+// preflight before an IPv6 final) and, before initialization, Peek's
+// temporary projection; it is bounded by k.
+func (p *Pool) Project(at time.Time, cands []Candidate) []Slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.project(at.UnixNano(), cands)
+}
+
+func (p *Pool) project(t int64, cands []Candidate) []Slot {
+	q := &Pool{init: p.init, gen: p.gen, epoch: p.epoch, k: p.k, slots: slices.Clone(p.slots),
+		lastRerank: p.lastRerank, cursor: p.cursor, demand: p.demand, demandAt: p.demandAt}
+	q.apply(t, cands)
+	return q.members()
+}
+
+// Peek is the readonly view: the committed members, or before
+// initialization the temporary projection of a bootstrap from cands.
+func (p *Pool) Peek(at time.Time, cands []Candidate) []Slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.init {
+		return p.members()
+	}
+	return p.project(at.UnixNano(), cands)
+}
+
+// apply is Rerank under the lock.
+func (p *Pool) apply(t int64, cands []Candidate) {
 	if p.init && p.quiet(t, cands) {
 		return
 	}
@@ -125,7 +159,10 @@ func (p *Pool) Rerank(at time.Time, cands []Candidate) {
 		return
 	}
 	var before [MaxPool]Key
-	nb := copy(before[:], keysOf(p.slots))
+	nb := 0
+	for _, s := range p.slots {
+		before[nb], nb = s.key, nb+1
+	}
 
 	p.nested(t, v)
 	ceiling := PoolSize(DemandPerSlot*MaxPool, n)
@@ -193,14 +230,6 @@ func sameRepresentative(s *slot, cands []Candidate) bool {
 		}
 	}
 	return false
-}
-
-func keysOf(s []slot) []Key {
-	ks := make([]Key, len(s))
-	for i := range s {
-		ks[i] = s[i].key
-	}
-	return ks
 }
 
 func sameKeys(a []Key, s []slot) bool {

@@ -598,3 +598,45 @@ func TestPoolRefillsWithdrawnSlotWhenEligible(t *testing.T) {
 		t.Fatal("the withdrawn capacity was not refilled once a candidate became eligible")
 	}
 }
+
+func TestPoolPeekAndProjectCommitNothing(t *testing.T) {
+	h := newPool(t, 10)
+	peek := h.p.Peek(h.now(), h.cands)
+	if len(peek) != 3 || h.p.Initialized() || h.p.Members() != nil {
+		t.Fatalf("Peek before initialization = %d slots, initialized %v", len(peek), h.p.Initialized())
+	}
+	if _, err := h.p.Plan(h.now(), peek[0].Key); !errors.Is(err, score.ErrStalePlan) {
+		t.Fatalf("a projection admitted a plan: %v", err)
+	}
+	h.apply()
+	committed := h.p.Members()
+	for i := range peek {
+		if peek[i].Key != committed[i].Key || peek[i].Rotation != committed[i].Rotation {
+			t.Fatalf("projection %v ≠ bootstrap %v", peek, committed)
+		}
+	}
+	ten := h.plan(score.DirectKey(node(10)))
+	// A projection ten minutes on rotates, reranks and drops node 10 …
+	h.cand(10).Eligible = false
+	h.cand(8).Utility = 100
+	h.at(score.RotateEvery)
+	proj := h.p.Project(h.now(), h.cands)
+	in := func(ss []score.Slot, n int) bool {
+		for _, s := range ss {
+			if s.Node == node(n) {
+				return true
+			}
+		}
+		return false
+	}
+	if in(proj, 10) || !in(proj, 8) || in(proj, 1) {
+		t.Fatalf("projection %v did not rerank and rotate", proj)
+	}
+	// … and commits none of it; Peek reads the committed membership.
+	if !h.isMember(10) || h.isMember(8) || !h.isMember(1) || len(h.p.Peek(h.now(), h.cands)) != 3 || !in(h.p.Peek(h.now(), h.cands), 10) {
+		t.Fatal("Project or Peek committed a change")
+	}
+	if err := h.p.Begin(ten); err != nil {
+		t.Fatalf("Project moved the generation: %v", err)
+	}
+}
