@@ -29,7 +29,8 @@ package score
 // view larger than k reserves one of the k slots for rotation: k−1 ranked
 // slots and one rotation slot.
 //
-// Apply. Only Rerank, the authorized Apply's full resolution, initializes
+// Apply. Only Rerank, the authorized Apply's full resolution (never a
+// retry's partial one), initializes
 // or changes the pool. Bootstrap (the first Apply, or the first after a
 // Reload) commits k from the decayed demand, ranks the candidates —
 // eligible before ineligible, then higher utility, then lower probe RTT
@@ -65,6 +66,19 @@ package score
 // a full resolution withdraws its slot, refilled by the best eligible
 // non-member when there is one.
 //
+// A member marked for replacement stays marked until it is replaced or
+// NodeOK reports a useful completion on it. An Apply with nothing due
+// (no rerank, expiry, shrink, nested change, rotation winner, unfilled
+// capacity, or marked member with an eligible replacement) is a scan of
+// the candidates without allocation.
+//
+// Reads. Members is the committed membership. Peek is the readonly
+// view: the committed membership, or before initialization a temporary
+// projection of the bootstrap. Project runs the same Apply on a copy and
+// commits nothing (no membership, capacity, rotation or generation): the
+// prospective membership an internal preflight (the IPv4 preflight before
+// an IPv6 final) derives through the same selection path.
+//
 // Identity. A direct slot is its node (health.NodeID); a nested slot is
 // its immediate subgroup's name, not the subgroup's UUID and not its
 // representative leaf, so a new representative replaces the old one in
@@ -80,7 +94,8 @@ package score
 // and context.Canceled under errors.Is: the caller cancels the attempt
 // (no failure recorded) and refunds its unbegun reservations. A plan
 // whose slot survived a membership change elsewhere still begins: only
-// its own obligation counts. Reload resets membership and capacity and
+// its own obligation counts. A retry keeps its business identity but
+// plans again: it passes admission anew. Reload resets membership and capacity and
 // keeps the decayed demand.
 
 import (

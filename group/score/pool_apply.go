@@ -202,14 +202,19 @@ func (p *Pool) quiet(t int64, cands []Candidate) bool {
 	if want := PoolSize(p.projectedLocked(t), n); want <= p.k-ShrinkBy || p.k > PoolSize(DemandPerSlot*MaxPool, n) {
 		return false
 	}
+	marked := false
 	for i := range p.slots {
 		s := &p.slots[i]
-		if s.replace || s.rotation && t-s.since >= int64(RotateEvery) {
+		if s.rotation && t-s.since >= int64(RotateEvery) {
 			return false
 		}
+		marked = marked || s.replace
 		if s.key.Subgroup != "" && !sameRepresentative(s, cands) {
 			return false
 		}
+	}
+	if marked && p.freeEligible(cands) {
+		return false
 	}
 	if last := len(p.slots) - 1; last >= 0 && p.slots[last].rotation {
 		for j := range cands {
@@ -219,6 +224,19 @@ func (p *Pool) quiet(t int64, cands []Candidate) bool {
 		}
 	}
 	return true
+}
+
+// freeEligible reports whether cands hold an eligible non-member: a
+// marked member's replacement. Without one the member stays, and the
+// Apply is quiet (a scan bounded by k per row, only while a member is
+// marked).
+func (p *Pool) freeEligible(cands []Candidate) bool {
+	for j := range cands {
+		if cands[j].Eligible && p.find(cands[j].Key()) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // sameRepresentative reports whether nested slot s's subgroup is among
