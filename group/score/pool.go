@@ -30,35 +30,37 @@ package score
 // slots and one rotation slot.
 //
 // Apply. Only Rerank, the authorized Apply's full resolution (never a
-// retry's partial one), initializes
-// or changes the pool. Bootstrap (the first Apply, or the first after a
-// Reload) commits k from the decayed demand, ranks the candidates —
-// eligible before ineligible, then higher utility, then lower probe RTT
-// (unknown last), then declaration order — and fills the ranked slots,
-// the ordinary first-choice winner (Candidate.Winner) always among them;
-// the rotation slot takes the next candidate in declaration order. Later
-// Applies, in this order:
+// retry's partial one), initializes or changes the pool. Bootstrap (the
+// first Apply, or the first after a Reload) commits k from the decayed
+// demand, ranks the candidates — eligible before ineligible, then higher
+// utility, then lower probe RTT (unknown last), then declaration order —
+// and fills the ranked slots, the ordinary first-choice winner
+// (Candidate.Winner) always among them; the rotation slot takes the
+// first other candidate in declaration order, eligible preferred. Later
+// Applies do, in this order:
 //
 //   - withdraw a nested slot whose subgroup yielded no candidate, and
 //     give a nested slot its subgroup's new representative in place;
-//   - replace early a member with three node-wide failures in a row
-//     (NodeFailed, reset by NodeOK; ReplaceAfter) or an authoritative
-//     health exclusion (Excluded), with the best eligible non-member —
-//     without a replacement the member stays, keeping its access to
-//     funded recovery; capacity does not grow;
 //   - every five minutes (RerankEvery) from the latest rerank, rerank:
 //     k grows to the demanded size (growth waits for this refresh) and
 //     the ranked slots are refilled from the ranking;
 //   - shrink at any Apply when the demanded size has fallen by two or
-//     more below the committed k (ShrinkBy): a fall of one keeps k;
-//   - advance the rotation slot once its member has held it for ten
-//     minutes (RotateEvery) — exactly then, not before — to the next
-//     non-member in declaration order, eligible preferred; that scan is
-//     one pass over the candidates;
+//     more below the committed k (ShrinkBy): a fall of one keeps k; a
+//     view that lost candidates cuts k to its ceiling;
+//   - replace early a member with three node-wide failures in a row
+//     (NodeFailed, reset by NodeOK; ReplaceAfter) or an authoritative
+//     health exclusion (Excluded), in its slot, with the best eligible
+//     non-member — without a replacement the member stays, keeping its
+//     access to funded recovery; capacity does not grow;
+//   - refill capacity a withdrawal left empty with eligible non-members;
 //   - a rotation member that is the Apply's ordinary winner trades places
 //     with the lowest-ranked ranked member, which takes the rotation slot
 //     with a fresh interval: membership is unchanged and expiry alone
-//     never evicts the serving winner.
+//     never evicts the serving winner;
+//   - advance the rotation slot once its member has held it for ten
+//     minutes (RotateEvery) — exactly then, not before — to the next
+//     non-member in declaration order after the previous one, eligible
+//     preferred; that scan is one pass over the candidates.
 //
 // Direct members missing from an Apply's candidates stay (filtered or
 // retry absence does not remove a shared member, and exact-target
@@ -95,8 +97,8 @@ package score
 // (no failure recorded) and refunds its unbegun reservations. A plan
 // whose slot survived a membership change elsewhere still begins: only
 // its own obligation counts. A retry keeps its business identity but
-// plans again: it passes admission anew. Reload resets membership and capacity and
-// keeps the decayed demand.
+// plans again: it passes admission anew. Reload resets membership and
+// capacity and keeps the decayed demand.
 
 import (
 	"context"
