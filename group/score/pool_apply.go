@@ -145,6 +145,11 @@ func (p *Pool) apply(t int64, cands []Candidate) {
 	if p.init && p.quiet(t, cands) {
 		return
 	}
+	p.commit(t, cands)
+}
+
+// commit is an Apply's full path, whatever quiet would say.
+func (p *Pool) commit(t int64, cands []Candidate) {
 	v, n := newPoolView(cands, p.slots)
 	want := PoolSize(p.projectedLocked(t), n)
 	if !p.init {
