@@ -7,7 +7,9 @@ package score
 // escape, recovery, promotion and optional trials all select inside it.
 // It is pure logic under one mutex: events and Applies carry their time,
 // the injected Clock serves reads only, and nothing runs in the
-// background.
+// background. Pools holds them: one per configured group UUID and
+// network, created on first use, dropped when the group leaves the
+// configuration, reset (demand kept) by every reload.
 //
 // Demand. Demand(at) records one original business start (not a retry,
 // a probe or warm-up). The starts decay with a five-minute half-life
