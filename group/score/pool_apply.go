@@ -194,20 +194,20 @@ func (p *Pool) commit(t int64, cands []Candidate) {
 }
 
 // quiet reports, without allocating, that an Apply at t with cands has
-// nothing to do: no rerank due, no member marked, the rotation member
-// neither expired nor the winner, no nested slot withdrawn or given a new
-// representative, the committed capacity filled and no shrink or ceiling
-// cut demanded. It counts rows, not unique keys: a resolution repeating
+// nothing to do: no rerank due, no marked member or empty capacity with
+// an eligible non-member to fill it, the rotation member neither expired
+// nor the winner, no nested slot withdrawn or given a new representative
+// and no shrink or ceiling cut demanded. It counts rows, not unique keys: a resolution repeating
 // a key can delay a shrink to the next rerank, never cause one.
 func (p *Pool) quiet(t int64, cands []Candidate) bool {
-	if t-p.lastRerank >= int64(RerankEvery) || len(p.slots) < p.k {
+	if t-p.lastRerank >= int64(RerankEvery) {
 		return false
 	}
 	n := len(cands)
 	if want := PoolSize(p.projectedLocked(t), n); want <= p.k-ShrinkBy || p.k > PoolSize(DemandPerSlot*MaxPool, n) {
 		return false
 	}
-	marked := false
+	marked := len(p.slots) < p.k // capacity to refill
 	for i := range p.slots {
 		s := &p.slots[i]
 		if s.rotation && t-s.since >= int64(RotateEvery) {
@@ -232,9 +232,9 @@ func (p *Pool) quiet(t int64, cands []Candidate) bool {
 }
 
 // freeEligible reports whether cands hold an eligible non-member: a
-// marked member's replacement. Without one the member stays, and the
-// Apply is quiet (a scan bounded by k per row, only while a member is
-// marked).
+// marked member's replacement or a refill. Without one the member stays
+// or the capacity waits, and the Apply is quiet (a scan bounded by k per
+// row, only while a member is marked or capacity is empty).
 func (p *Pool) freeEligible(cands []Candidate) bool {
 	for j := range cands {
 		if cands[j].Eligible && p.find(cands[j].Key()) < 0 {
@@ -479,6 +479,7 @@ func (p *Pool) rotate(t int64, v *poolView) {
 	}
 	i := p.nextRotation(v, p.taken(v))
 	if i < 0 {
+		p.slots[last].since = t // nobody to rotate in: another interval
 		return
 	}
 	r := &v.rows[i]

@@ -355,3 +355,28 @@ func TestPoolShrinksOnlyByTwo(t *testing.T) {
 		t.Fatalf("k = %d after a rerank demanding one less, want 10", k)
 	}
 }
+
+func TestPoolRotationWithNobodyToRotateIn(t *testing.T) {
+	h := newPool(t, 4)
+	h.apply() // ranked 4, 3; rotation 1; node 2 free
+	h.at(6 * time.Minute)
+	h.apply() // a rerank: the next is due at 11 min
+	all := h.cands
+	h.cands = []score.Candidate{all[0], all[2], all[3]} // node 2 filtered
+	h.at(score.RotateEvery)
+	h.apply()
+	if _, rot := h.members(); rot != 1 {
+		t.Fatalf("rotation = %d, want 1 kept with nobody to rotate in", rot)
+	}
+	h.cands = all
+	h.at(score.RotateEvery + time.Second)
+	h.apply()
+	if _, rot := h.members(); rot != 1 {
+		t.Fatalf("rotation = %d before the new interval ended, want 1", rot)
+	}
+	h.at(2 * score.RotateEvery)
+	h.apply()
+	if _, rot := h.members(); rot != 2 {
+		t.Fatalf("rotation = %d at the new interval's end, want 2", rot)
+	}
+}
