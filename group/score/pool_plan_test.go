@@ -292,3 +292,41 @@ func TestPoolPeekAndProjectCommitNothing(t *testing.T) {
 		t.Fatalf("Project moved the generation: %v", err)
 	}
 }
+
+func TestPoolConcurrentPlansAndApplies(t *testing.T) {
+	h := newPool(t, 20)
+	h.apply()
+	at := h.now()
+	done := make(chan struct{})
+	go func() { // the Apply side: reranks, failures, reloads
+		defer close(done)
+		for i := range 500 {
+			at := at.Add(time.Duration(i) * time.Minute)
+			h.p.Demand(at)
+			h.p.NodeFailed(node(20-i%5), at)
+			if i%97 == 0 {
+				h.p.Reload()
+			}
+			h.p.Rerank(at, h.cands)
+			_ = h.p.Project(at, h.cands)
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		pl, err := h.p.Plan(at, score.DirectKey(node(1+i%20)))
+		if err != nil {
+			if !errors.Is(err, score.ErrNotInPool) && !errors.Is(err, score.ErrStalePlan) {
+				t.Fatalf("Plan: %v", err)
+			}
+			continue
+		}
+		if err := h.p.Begin(pl); err != nil && !errors.Is(err, score.ErrStalePlan) {
+			t.Fatalf("Begin: %v", err)
+		}
+		_ = h.p.Members()
+	}
+}
