@@ -101,6 +101,12 @@ package score
 // its own obligation counts. A retry keeps its business identity but
 // plans again: it passes admission anew. Reload resets membership and
 // capacity and keeps the decayed demand.
+//
+// Costs (BenchmarkPoolPlanBegin, BenchmarkPoolApplyQuiet,
+// BenchmarkPoolRerank; shared, loaded 2-core amd64): Plan and Begin
+// together 45–85 ns and no allocation; a quiet Apply of 50 candidates
+// 130–175 ns and no allocation; a rerank of 50 about 15 µs and 10
+// allocations, once per five minutes or membership change.
 
 import (
 	"context"
