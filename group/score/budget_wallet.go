@@ -204,7 +204,7 @@ func (w *wallet) backoff(node health.NodeID, inc uint64, now int64) {
 }
 
 // reload forgets the yield, refunds unbegun reservations of departed
-// members, keeps begun trials and prunes departed members' state.
+// members, keeps begun trials and prunes departed members' idle state.
 func (w *wallet) reload(g GroupID, members map[member]uint64) {
 	w.succ, w.fail = decayed{}, decayed{}
 	for tk, tr := range w.trials {
@@ -213,7 +213,10 @@ func (w *wallet) reload(g GroupID, members map[member]uint64) {
 		}
 	}
 	for node, m := range w.members {
-		if inc, ok := members[member{g, node}]; !ok || inc != m.inc {
+		// A departed member's state goes, unless begun trials still
+		// count against it (they settle or expire; a later reload
+		// prunes it).
+		if inc, ok := members[member{g, node}]; (!ok || inc != m.inc) && m.open == 0 {
 			delete(w.members, node)
 		}
 	}
