@@ -147,8 +147,12 @@ type Reservation struct {
 	id  uint64
 }
 
+// trialKey is one unanswered trial's identity: a member at its
+// incarnation (a new incarnation is a new node), its question and, but
+// for qualification, the target.
 type trialKey struct {
 	node health.NodeID
+	inc  uint64
 	q    Question
 	tgt  target
 }
@@ -369,6 +373,7 @@ func (b *Budget) reserveLocked(k BudgetKey, usable bool, tk trialKey, now int64,
 	if !ok {
 		return Reservation{}, ErrNotMember
 	}
+	tk.inc = inc
 	w := b.wallet(k)
 	w.expire(now)
 	if err := w.admit(tk, inc, usable, now); err != nil || dry {
