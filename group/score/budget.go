@@ -376,7 +376,7 @@ func (b *Budget) reserveLocked(k BudgetKey, usable bool, tk trialKey, now int64,
 	tk.inc = inc
 	w := b.wallet(k)
 	w.expire(now)
-	if err := w.admit(tk, inc, usable, now); err != nil || dry {
+	if err := w.admit(tk, inc, usable, now, w.reserved, len(w.trials)); err != nil || dry {
 		return Reservation{}, err
 	}
 	b.seq++

@@ -161,7 +161,13 @@ func TestBudgetInequalityProperty(t *testing.T) {
 				h.b.Earn(keys[:1+rng.IntN(2)]...)
 			case op < 50:
 				tr := score.Trial{Node: node(1 + rng.IntN(12)), Question: score.Question(rng.IntN(4)), Target: target(rng.IntN(3))}
-				if r, err := h.b.Reserve(k, rng.IntN(2) == 0, tr); err == nil {
+				usable := rng.IntN(2) == 0
+				wait := h.b.Wait(k, usable, tr)
+				r, err := h.b.Reserve(k, usable, tr)
+				if err != wait {
+					t.Fatalf("seed %d step %d: Wait read %v, Reserve answered %v", seed, step, wait, err)
+				}
+				if err == nil {
 					held = append(held, r)
 				}
 			case op < 55:

@@ -367,3 +367,35 @@ func TestBackoff(t *testing.T) {
 	h.b.Recovered(kV4, node(1))
 	h.reserve(kV4, false, qual(1))
 }
+
+func TestWaitIsReadOnly(t *testing.T) {
+	h := newBudget(t, 1)
+	if err := h.b.Wait(kV4, false, qual(1)); err != nil {
+		t.Fatalf("fresh scope: %v", err)
+	}
+	if _, ok := h.b.Ledger(kV4); ok {
+		t.Fatal("Wait created a scope")
+	}
+	r := h.reserve(kV4, false, qual(1))
+	if err := h.b.Wait(kV4, false, qual(1)); err != score.ErrInFlight {
+		t.Fatalf("Wait: %v, want in flight", err)
+	}
+	if err := h.b.Wait(kV4, false, pair(1, 1)); err != score.ErrNoCredit {
+		t.Fatalf("Wait: %v, want no credit", err)
+	}
+	// Past its TTL the reservation reads as refunded, but Wait does not
+	// sweep it: the refund is counted by the next mutation.
+	h.clk.Advance(score.ReserveTTL)
+	if err := h.b.Wait(kV4, false, qual(1)); err != nil {
+		t.Fatalf("Wait after expiry: %v", err)
+	}
+	if l := h.ledger(kV4); l.Counts.Refunded != 0 || l.Reserved != 0 {
+		t.Fatalf("ledger %+v", l)
+	}
+	if err := h.b.Begin(r); err != score.ErrReservationGone {
+		t.Fatalf("Begin: %v", err)
+	}
+	if l := h.ledger(kV4); l.Counts.Refunded != 1 {
+		t.Fatalf("ledger %+v", l)
+	}
+}

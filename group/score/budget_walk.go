@@ -25,6 +25,8 @@ type Candidate struct {
 	Completions int  // its useful completions
 	Unfinished  int  // its unfinished non-trial work; its trials are the budget's own
 	ProbeRank   int  // configured-probe order, lower first; breaks never-selected ties
+
+	recency int64 // the member's latest begun trial, filled by Walk
 }
 
 // WalkResult is the outcome of one dispatch walk.
@@ -58,6 +60,12 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult 
 		return res
 	}
 	w.expire(now)
+	for i := range cands {
+		cands[i].recency = 0
+		if inc, ok := b.members[member{k.Group, cands[i].Node}]; ok {
+			cands[i].recency = w.member(cands[i].Node, inc).lastBegun
+		}
+	}
 	slices.SortStableFunc(cands, func(x, y Candidate) int {
 		if x.Trained != y.Trained {
 			if !x.Trained {
@@ -68,7 +76,7 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult 
 		if c := cmp.Compare(y.Progress, x.Progress); c != 0 {
 			return c
 		}
-		lx, ly := w.members[x.Node].lastBegun, w.members[y.Node].lastBegun
+		lx, ly := x.recency, y.recency
 		if c := cmp.Compare(lx, ly); c != 0 || lx != 0 {
 			return c
 		}

@@ -83,9 +83,10 @@ func (w *wallet) member(node health.NodeID, inc uint64) memberState {
 }
 
 // admit checks tk against the in-flight rule, the backoff, the pause and
-// the inequality.
-func (w *wallet) admit(tk trialKey, inc uint64, usable bool, now int64) error {
-	if _, ok := w.trials[tk]; ok {
+// the inequality, with reserved unbegun reservations among open
+// unanswered trials.
+func (w *wallet) admit(tk trialKey, inc uint64, usable bool, now, reserved int64, open int) error {
+	if tr, ok := w.trials[tk]; ok && now < tr.deadline {
 		return ErrInFlight
 	}
 	if m := w.member(tk.node, inc); now < m.until {
@@ -93,11 +94,11 @@ func (w *wallet) admit(tk trialKey, inc uint64, usable bool, now int64) error {
 	}
 	if usable && tk.q != Recovery {
 		s, f := w.yield(now)
-		if s+f >= 0.5 && s < PauseYield*(s+f) && (f >= 1.5 || len(w.trials) > 0) {
+		if s+f >= 0.5 && s < PauseYield*(s+f) && (f >= 1.5 || open > 0) {
 			return ErrPaused
 		}
 	}
-	if len(w.trials) >= TrialsInFlight || w.spent+w.reserved+1 > w.capacity() {
+	if open >= TrialsInFlight || w.spent+reserved+1 > w.capacity() {
 		return ErrNoCredit
 	}
 	return nil
@@ -246,15 +247,49 @@ func (b *Budget) Ledger(k BudgetKey) (Ledger, bool) {
 		return Ledger{}, false
 	}
 	l := Ledger{Members: w.n, ColdAllowance: w.cold, Earned: float64(w.e16) / 16, Spent: w.spent, Counts: w.hist}
+	l.Reserved, l.InFlight = w.live(now)
+	l.Successes, l.Failures = w.yield(now)
+	return l, true
+}
+
+// live counts the unexpired unbegun reservations and unanswered trials.
+func (w *wallet) live(now int64) (reserved int64, open int) {
 	for _, tr := range w.trials {
 		if now >= tr.deadline {
 			continue
 		}
-		l.InFlight++
+		open++
 		if !tr.begun {
-			l.Reserved++
+			reserved++
 		}
 	}
-	l.Successes, l.Failures = w.yield(now)
-	return l, true
+	return reserved, open
+}
+
+// Wait reads what Reserve would answer for t in scope k now — nil when
+// it would fund the trial — without creating, expiring, spending or
+// refreshing anything: the readonly wait of a view. A scope not yet
+// created reads as a fresh one.
+func (b *Budget) Wait(k BudgetKey, usable bool, t Trial) error {
+	tk, err := trialKeyOf(t)
+	if err != nil {
+		return err
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	inc, ok := b.members[member{k.Group, tk.node}]
+	if !ok {
+		return ErrNotMember
+	}
+	tk.inc = inc
+	w := b.scopes[k]
+	if w == nil {
+		if ColdAllowance(b.sizes[k.Group]) > 0 {
+			return nil
+		}
+		return ErrNoCredit
+	}
+	reserved, open := w.live(now)
+	return w.admit(tk, inc, usable, now, reserved, open)
 }
