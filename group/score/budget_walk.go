@@ -26,7 +26,11 @@ type Candidate struct {
 	Unfinished  int  // its unfinished non-trial work; its trials are the budget's own
 	ProbeRank   int  // configured-probe order, lower first; breaks never-selected ties
 
-	recency int64 // the member's latest begun trial, filled by Walk
+	// Filled by Walk.
+	member  bool   // configured
+	inc     uint64 // its incarnation
+	open    int    // its unanswered trials
+	recency int64  // its latest begun trial
 }
 
 // WalkResult is the outcome of one dispatch walk.
@@ -61,10 +65,10 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult 
 	}
 	w.expire(now)
 	for i := range cands {
-		cands[i].recency = 0
-		if inc, ok := b.members[member{k.Group, cands[i].Node}]; ok {
-			cands[i].recency = w.member(cands[i].Node, inc).lastBegun
-		}
+		c := &cands[i]
+		c.inc, c.member = b.members[member{k.Group, c.Node}]
+		m := w.member(c.Node, c.inc)
+		c.open, c.recency = m.open, m.lastBegun
 	}
 	slices.SortStableFunc(cands, func(x, y Candidate) int {
 		if x.Trained != y.Trained {
@@ -85,18 +89,14 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult 
 	blocked, first := false, true
 	for i := range cands {
 		c := &cands[i]
-		inc, ok := b.members[member{k.Group, c.Node}]
-		if !ok {
-			continue
-		}
-		if c.Question != Recovery && c.Completions+c.Unfinished+w.member(c.Node, inc).open >= sel.Completions {
+		if !c.member || c.Question != Recovery && c.Completions+c.Unfinished+c.open >= sel.Completions {
 			continue
 		}
 		tk, err := trialKeyOf(Trial{Node: c.Node, Question: c.Question, Target: c.Target})
 		if err != nil {
 			continue
 		}
-		r, err := b.reserveLocked(k, sel.Usable, tk, now, blocked)
+		r, err := b.reserveIn(w, k, tk, c.inc, sel.Usable, now, blocked)
 		if first {
 			res.Wait, first = err, false
 		}
