@@ -173,3 +173,22 @@ func BenchmarkWalk(b *testing.B) {
 		h.b.Release(res.Reservation)
 	}
 }
+
+// TestWalkBudgetRefusalEnds: after a budget refusal no later candidate is
+// funded, not even one the pause would not refuse.
+func TestWalkBudgetRefusalEnds(t *testing.T) {
+	h := newBudget(t, 8)
+	h.earn(kV4, 16*8)
+	h.trial(kV4, true, qual(1), score.TrialFailed)
+	h.trial(kV4, true, qual(2), score.TrialFailed)
+	cs := []score.Candidate{cand(3, score.Qualification), cand(4, score.Recovery)}
+	res := h.b.Walk(kV4, score.Selection{Usable: true, Completions: 1}, cs)
+	if res.Admitted != -1 || res.BudgetBlocked != 2 || !errors.Is(res.Wait, score.ErrPaused) {
+		t.Fatalf("walk %+v", res)
+	}
+	// Alone, the recovery trial is funded: the pause spares it.
+	res = h.b.Walk(kV4, score.Selection{Usable: true, Completions: 1}, cs[1:])
+	if res.Admitted != 0 {
+		t.Fatalf("recovery walk %+v", res)
+	}
+}
