@@ -13,7 +13,7 @@ package score
 //	b.Begin(res.Reservation)                // node-specific work starts: spent
 //	b.Release(r) | b.Settle(r, outcome)     // refund if unbegun | answer a begun trial
 //	b.Failed(scope, node); b.Recovered(scope, node)   // real failures outside trials; scoped RX recovery
-//	b.Wait(scope, usable, trial); b.Ledger(scope)     // read-only
+//	b.Wait(scope, usable, trial); b.Ledger(scope); b.Demand(group, network)   // read-only
 //	b.Reload(members)
 //
 // A scope freezes, when it is first used, its group's configured member
@@ -517,4 +517,17 @@ func (b *Budget) Reload(members []Member) {
 			delete(b.business, k)
 		}
 	}
+}
+
+// Demand returns the group's decayed original business starts on network
+// (five-minute half-life) at the clock's now: what the busy share reads,
+// and the offered business a serving pool sizes from. A read is neutral.
+func (b *Budget) Demand(group GroupID, network netx.Network) float64 {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if d := b.business[groupNet{group, network}]; d != nil {
+		return d.d.value(now, BusinessHalfLife)
+	}
+	return 0
 }

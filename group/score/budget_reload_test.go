@@ -2,11 +2,13 @@ package score_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"switchyard/group/score"
+	"switchyard/netx"
 )
 
 func TestBudgetReloadKeepsCurrency(t *testing.T) {
@@ -220,5 +222,27 @@ func TestBudgetInequalityProperty(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestDemandKeptAcrossReload(t *testing.T) {
+	h := newBudget(t, 2)
+	for range 100 {
+		h.b.Earn(kV4, kV6) // one original, two family scopes: counted once
+	}
+	if d := h.b.Demand(grp, netx.TCP); d != 100 {
+		t.Fatalf("demand %v, want 100", d)
+	}
+	h.clk.Advance(score.BusinessHalfLife)
+	h.b.Reload(members(3))
+	if d := h.b.Demand(grp, netx.TCP); math.Abs(d-50) > 1e-9 {
+		t.Fatalf("demand after a half-life and a reload %v, want 50", d)
+	}
+	if d := h.b.Demand(grp, netx.UDP); d != 0 {
+		t.Fatalf("UDP demand %v", d)
+	}
+	h.b.Reload(nil)
+	if d := h.b.Demand(grp, netx.TCP); d != 0 {
+		t.Fatalf("a deleted group kept demand %v", d)
 	}
 }
