@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,5 +245,40 @@ func TestDemandKeptAcrossReload(t *testing.T) {
 	h.b.Reload(nil)
 	if d := h.b.Demand(grp, netx.TCP); d != 0 {
 		t.Fatalf("a deleted group kept demand %v", d)
+	}
+}
+
+// TestBudgetConcurrent runs every path from several goroutines under the
+// race detector; the books still balance.
+func TestBudgetConcurrent(t *testing.T) {
+	h := newBudget(t, 8)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				h.b.Earn(kV4, kV6)
+				r, err := h.b.Reserve(kV4, i%2 == 0, pair(1+g, i%5))
+				if err != nil {
+					continue
+				}
+				switch i % 3 {
+				case 0:
+					h.b.Release(r)
+				default:
+					if h.b.Begin(r) == nil {
+						h.b.Settle(r, score.TrialOutcome(1+i%4))
+					}
+				}
+				if i%100 == 0 {
+					h.b.Reload(members(8))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := h.b.CheckLedgers(); err != nil {
+		t.Fatal(err)
 	}
 }
