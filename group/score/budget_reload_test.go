@@ -174,9 +174,9 @@ func TestBudgetInequalityProperty(t *testing.T) {
 					held = append(held, r)
 				}
 			case op < 55:
-				cands := make([]score.Candidate, 1+rng.IntN(6))
+				cands := make([]score.Challenger, 1+rng.IntN(6))
 				for i := range cands {
-					cands[i] = score.Candidate{Node: node(1 + rng.IntN(12)), Question: score.Question(rng.IntN(4)), Target: target(rng.IntN(3)), Trained: rng.IntN(2) == 0, Progress: rng.IntN(3)}
+					cands[i] = score.Challenger{Node: node(1 + rng.IntN(12)), Question: score.Question(rng.IntN(4)), Target: target(rng.IntN(3)), Trained: rng.IntN(2) == 0, Progress: rng.IntN(3)}
 				}
 				if res := h.b.Walk(k, score.Selection{Usable: rng.IntN(2) == 0, Completions: rng.IntN(4)}, cands); res.Admitted >= 0 {
 					held = append(held, res.Reservation)

@@ -14,9 +14,9 @@ type Selection struct {
 	Completions int  // the selection's useful completions in this scope
 }
 
-// Candidate is one evaluated challenger of a targeted rank, with its open
+// Challenger is one evaluated challenger of a targeted rank, with its open
 // question and the evaluator's view of its evidence.
-type Candidate struct {
+type Challenger struct {
 	Node        health.NodeID
 	Question    Question
 	Target      netx.Addr
@@ -53,7 +53,7 @@ type WalkResult struct {
 // member; a budget refusal (exhausted credit or a pause) ends the walk,
 // and every later dispatchable candidate not in flight or backed off
 // counts as budget-blocked too.
-func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult {
+func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Challenger) WalkResult {
 	res := WalkResult{Admitted: -1}
 	now := b.now()
 	b.mu.Lock()
@@ -70,7 +70,7 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Candidate) WalkResult 
 		m := w.member(c.Node, c.inc)
 		c.open, c.recency = m.open, m.lastBegun
 	}
-	slices.SortStableFunc(cands, func(x, y Candidate) int {
+	slices.SortStableFunc(cands, func(x, y Challenger) int {
 		if x.Trained != y.Trained {
 			if !x.Trained {
 				return -1

@@ -8,8 +8,8 @@ import (
 	"switchyard/group/score"
 )
 
-func cand(n int, q score.Question) score.Candidate {
-	return score.Candidate{Node: node(n), Question: q, Target: target(1)}
+func cand(n int, q score.Question) score.Challenger {
+	return score.Challenger{Node: node(n), Question: q, Target: target(1)}
 }
 
 func TestWalkOrder(t *testing.T) {
@@ -18,7 +18,7 @@ func TestWalkOrder(t *testing.T) {
 	sel := score.Selection{Usable: true, Completions: 10}
 	// Untrained first, then progress, then least recently begun, the
 	// probe rank only among never-selected members.
-	cs := []score.Candidate{
+	cs := []score.Challenger{
 		{Node: node(1), Question: score.Pair, Target: target(1), Trained: true, Progress: 3},
 		{Node: node(2), Question: score.Pair, Target: target(1), Trained: true, Progress: 1, ProbeRank: 0},
 		{Node: node(3), Question: score.Pair, Target: target(1), Trained: true, Progress: 1, ProbeRank: 1},
@@ -65,7 +65,7 @@ func TestWalkRefusals(t *testing.T) {
 	h.trial(kV4, false, pair(2, 7), score.TrialFailed) // node 2 backed off
 	h.reserve(kV4, false, pair(3, 5))
 	// One credit left: node 3 is admitted after 1 (in flight) and 2 (backed off).
-	cs := []score.Candidate{cand(1, score.Pair), cand(2, score.Pair), cand(3, score.Pair), cand(4, score.Pair)}
+	cs := []score.Challenger{cand(1, score.Pair), cand(2, score.Pair), cand(3, score.Pair), cand(4, score.Pair)}
 	cs[2].Trained, cs[3].Trained = true, true
 	res := h.b.Walk(kV4, sel, cs)
 	if res.Admitted != 2 || cs[2].Node != node(3) || res.InFlight != 1 || res.BackedOff != 1 || !errors.Is(res.Wait, score.ErrInFlight) {
@@ -73,7 +73,7 @@ func TestWalkRefusals(t *testing.T) {
 	}
 	// No credit: the budget refusal ends the walk, every later candidate
 	// is budget-blocked, and in-flight members still read in flight.
-	cs = []score.Candidate{cand(4, score.Pair), cand(1, score.Pair), {Node: node(4), Question: score.Availability, Target: target(1)}}
+	cs = []score.Challenger{cand(4, score.Pair), cand(1, score.Pair), {Node: node(4), Question: score.Availability, Target: target(1)}}
 	res = h.b.Walk(kV4, sel, cs)
 	if res.Admitted != -1 || res.BudgetBlocked != 2 || res.InFlight != 1 || !errors.Is(res.Wait, score.ErrNoCredit) {
 		t.Fatalf("exhausted walk %+v", res)
@@ -87,7 +87,7 @@ func TestWalkCompletionsRule(t *testing.T) {
 	h := newBudget(t, 4)
 	h.earn(kV4, 64)
 	// Cold exploration waits for the selection's first completion.
-	cs := []score.Candidate{cand(1, score.Qualification)}
+	cs := []score.Challenger{cand(1, score.Qualification)}
 	if res := h.b.Walk(kV4, score.Selection{}, cs); res.Admitted != -1 {
 		t.Fatalf("dispatched before the selection had a completion: %+v", res)
 	}
@@ -96,16 +96,16 @@ func TestWalkCompletionsRule(t *testing.T) {
 	if res := h.b.Walk(kV4, score.Selection{Completions: 1}, cs); res.Admitted != 0 {
 		t.Fatalf("not dispatched: %+v", res)
 	}
-	cs = []score.Candidate{cand(1, score.Pair)}
+	cs = []score.Challenger{cand(1, score.Pair)}
 	if res := h.b.Walk(kV4, score.Selection{Completions: 1}, cs); res.Admitted != -1 {
 		t.Fatalf("dispatched beside an unfinished trial: %+v", res)
 	}
-	cs = []score.Candidate{{Node: node(2), Question: score.Qualification, Completions: 2, Unfinished: 1}}
+	cs = []score.Challenger{{Node: node(2), Question: score.Qualification, Completions: 2, Unfinished: 1}}
 	if res := h.b.Walk(kV4, score.Selection{Completions: 3}, cs); res.Admitted != -1 {
 		t.Fatalf("dispatched at the selection's completions: %+v", res)
 	}
 	// Recovery is exempt.
-	cs = []score.Candidate{{Node: node(2), Question: score.Recovery, Target: target(1), Completions: 9}}
+	cs = []score.Challenger{{Node: node(2), Question: score.Recovery, Target: target(1), Completions: 9}}
 	if res := h.b.Walk(kV4, score.Selection{}, cs); res.Admitted != 0 {
 		t.Fatalf("recovery not dispatched: %+v", res)
 	}
@@ -159,9 +159,9 @@ func BenchmarkEarn(b *testing.B) {
 // budget refusal after a reservation is released.
 func BenchmarkWalk(b *testing.B) {
 	h := newBudget(b, 50)
-	cs := make([]score.Candidate, 50)
+	cs := make([]score.Challenger, 50)
 	for i := range cs {
-		cs[i] = score.Candidate{Node: node(i + 1), Question: score.Qualification, Progress: i % 3}
+		cs[i] = score.Challenger{Node: node(i + 1), Question: score.Qualification, Progress: i % 3}
 	}
 	sel := score.Selection{Usable: true, Completions: 4}
 	b.ReportAllocs()
@@ -181,7 +181,7 @@ func TestWalkBudgetRefusalEnds(t *testing.T) {
 	h.earn(kV4, 16*8)
 	h.trial(kV4, true, qual(1), score.TrialFailed)
 	h.trial(kV4, true, qual(2), score.TrialFailed)
-	cs := []score.Candidate{cand(3, score.Qualification), cand(4, score.Recovery)}
+	cs := []score.Challenger{cand(3, score.Qualification), cand(4, score.Recovery)}
 	res := h.b.Walk(kV4, score.Selection{Usable: true, Completions: 1}, cs)
 	if res.Admitted != -1 || res.BudgetBlocked != 2 || !errors.Is(res.Wait, score.ErrPaused) {
 		t.Fatalf("walk %+v", res)
