@@ -1,12 +1,15 @@
-// Package score is the evidence core of the Score policy: what real
+// Package score is the Score policy's logic: the evidence core (what real
 // business traffic proved about each (group, node), per target, kept in
-// bounded memory-only tables. It is pure logic: no sockets, no goroutine,
-// no timer. Events carry their own event times; reads use an injected
-// Clock (healthtest.Clock in tests).
+// bounded memory-only tables: this file and cell.go, reporter.go,
+// scorer.go, view.go), the serving pool (pool*.go, documented at the top
+// of pool.go) and the trial budget (budget*.go, documented at the top of
+// budget.go). It is pure logic: no sockets, no goroutine, no timer.
+// Events carry their own event times; reads use an injected Clock
+// (healthtest.Clock in tests).
 //
-// Ranking, the serving pool, the trial budget, comparison evidence and
-// reason counters are built on top of it, elsewhere; nothing here selects
-// a node.
+// Ranking, comparison evidence, reason counters and the wiring into the
+// group manager and the data path are built on top of it; nothing here
+// selects a node, and the configuration does not accept the policy yet.
 //
 // # API
 //
