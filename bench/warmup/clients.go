@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"switchyard/bench/internal/benchkit"
 	"switchyard/test/netem/netlab"
 )
 
@@ -210,84 +210,29 @@ func (l *lab) switchyardTakesWarmup() (bool, error) {
 	return false, fmt.Errorf("switchyard check: %v: %s", err, out)
 }
 
-// proc is one process the harness started.
+// proc is one process the harness started (benchkit.Proc); api is
+// switchyard's API, where it has one.
 type proc struct {
-	name string
-	log  string
-	api  string // switchyard's API, where it has one
-	cmd  *exec.Cmd
-	done chan struct{}
+	*benchkit.Proc
+	name, log string
+	api       string
+	cmd       *exec.Cmd
+	done      chan struct{}
 }
 
-// startCmd runs cmd, its output in logPath, with no environment but PATH
-// and HOME (no GOMAXPROCS, GOGC, GOMEMLIMIT or GODEBUG tunes one process
-// and not another).
+// startCmd runs cmd as benchkit.StartProc does.
 func startCmd(name, logPath string, cmd *exec.Cmd) (*proc, error) {
-	f, err := os.Create(logPath)
+	bp, err := benchkit.StartProc(name, logPath, cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	p := &proc{name: name, log: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+	return &proc{Proc: bp, name: bp.Name, log: bp.Log, cmd: bp.Cmd, done: bp.Done}, nil
 }
 
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) stop() { p.Stop() }
 
-// stop asks the process to exit (SIGTERM) and kills it after 5 s.
-func (p *proc) stop() {
-	if p.alive() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// waitListening waits until something accepts TCP on addr while p runs.
 func (p *proc) waitListening(addr string, within time.Duration) error {
-	end := time.Now().Add(within)
-	for {
-		if !p.alive() {
-			return fmt.Errorf("%s exited (log: %s)", p.name, p.log)
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(end) {
-			return fmt.Errorf("%s does not listen on %s (log: %s): %w", p.name, addr, p.log, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return p.WaitListening(addr, within)
 }
 
-// freePort returns a loopback TCP port nothing listened on a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return benchkit.FreePort() }
