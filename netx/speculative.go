@@ -1,6 +1,9 @@
 package netx
 
-import "context"
+import (
+	"context"
+	"net"
+)
 
 type speculativeKey struct{}
 
@@ -32,9 +35,33 @@ type Committer interface {
 	Commit(ctx context.Context)
 }
 
-// Commit commits l when it is a Committer; it does nothing otherwise.
+// A Carrier is a link or conn that frames what it carries on a conn of
+// another layer (a protocol's packet link on its transport's stream).
+// Unlike NetConn (Observed), it does not let a relay move bytes on that
+// conn directly: it only lets Commit reach the layer that holds the work.
+type Carrier interface {
+	Carrier() net.Conn
+}
+
+// Commit commits l when it is a Committer; a Carrier that is none is
+// looked through, a few layers deep, so the commit reaches the transport
+// that holds the speculative work. It does nothing when none of them is a
+// Committer.
 func Commit(ctx context.Context, l any) {
-	if c, ok := l.(Committer); ok {
-		c.Commit(ctx)
+	for range maxCommitDepth {
+		if c, ok := l.(Committer); ok {
+			c.Commit(ctx)
+			return
+		}
+		w, ok := l.(Carrier)
+		if !ok {
+			return
+		}
+		if l = w.Carrier(); l == nil {
+			return
+		}
 	}
 }
+
+// maxCommitDepth bounds the wrappers Commit looks through.
+const maxCommitDepth = 8

@@ -112,15 +112,29 @@ func newGRPCPool(d *Dialer, cfg *grpcConfig) *grpcPool {
 // dial opens a stream on the shared connection, connecting first when there
 // is none that takes a new stream. It returns once the stream's HEADERS
 // are written.
+//
+// A speculative dial (netx.Speculative: a candidate of a cold URLTest UDP
+// preparation) shares the connection in service or the connect in flight
+// as any dial does; with neither it connects one of its own, under its own
+// context, published nowhere: the stream holds it and closing the stream
+// closes it, unless Commit put it in service first.
 func (p *grpcPool) dial(ctx context.Context) (*grpcConn, error) {
+	acquire := p.slot.Acquire
+	if netx.Speculative(ctx) {
+		acquire = p.slot.AcquireDetached
+	}
 	for try := 1; ; try++ {
-		r, err := p.slot.Acquire(ctx)
+		r, err := acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
 		s, err := r.V.open()
 		if err == nil {
-			return newGRPCConn(s, r.Release), nil
+			g := newGRPCConn(s, r.Release)
+			if r.Detached() {
+				g.adopt = func() { p.slot.Adopt(r) }
+			}
+			return g, nil
 		}
 		r.Release()
 		if !errors.Is(err, errH2Unusable) {

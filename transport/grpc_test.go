@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"switchyard/internal/slot"
+	"switchyard/netx"
 	"switchyard/spec"
 )
 
@@ -444,5 +446,58 @@ func TestGRPCWithoutTLS(t *testing.T) {
 		if r.Proto != "HTTP/2.0" || r.TLS != nil || r.URL.Path != "/svc/Tun" || r.Host != addr.Addr().String() {
 			t.Fatalf("call %s %s host %q tls %v", r.Proto, r.URL.Path, r.Host, r.TLS != nil)
 		}
+	}
+}
+
+// A speculative dial (a cold preparation's candidate) with no connection up
+// connects one of its own, publishes nothing and closes it with its stream;
+// a committed one is put in service and the next dials reuse it; with a
+// connection up, a speculative dial shares it and connects nothing.
+func TestGRPCSpeculativeDialPublishesOnlyOnCommit(t *testing.T) {
+	p := newPKI(t)
+	srv := newGRPCServer(t, p, []string{"h2"}, grpcEcho(false, "0"))
+	d := newDialer(t, grpcOutbound(p, srv.addr, spec.Transport{ServiceName: "s"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sctx := netx.WithSpeculative(ctx)
+	state := func() slot.State { st, _ := d.SlotState(); return st }
+	waitState := func(what string, ok func(slot.State) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(state()); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, state())
+			}
+		}
+	}
+
+	loser, err := d.Dial(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoRoundTrip(t, loser, 3)
+	if st := state(); st.Phase == slot.Up || st.Detached != 1 || srv.accepts.Load() != 1 {
+		t.Fatalf("a speculative dial published its connection: %+v, %d accepted", st, srv.accepts.Load())
+	}
+	loser.Close()
+	waitState("the loser's connection closed with its stream", func(st slot.State) bool { return st.Detached == 0 && st.Phase != slot.Up })
+
+	winner, err := d.Dial(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	netx.Commit(ctx, winner)
+	waitState("the winner's connection in service", func(st slot.State) bool { return st.Phase == slot.Up && st.Detached == 0 })
+	next := dialCtx(t, d)
+	echoRoundTrip(t, next, 3)
+	shared, err := d.Dial(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoRoundTrip(t, shared, 3)
+	if n := srv.accepts.Load(); n != 2 || state().Detached != 0 {
+		t.Fatalf("%d connections (the loser's and the winner's), detached %d", n, state().Detached)
+	}
+	for _, c := range []net.Conn{winner, next, shared} {
+		c.Close()
 	}
 }

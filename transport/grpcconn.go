@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync"
@@ -28,10 +29,23 @@ type grpcConn struct {
 	// release gives back the call's hold on its connection, once.
 	release   func()
 	closeOnce sync.Once
+	// adopt, on a stream of a speculative dial's own connection, offers
+	// that connection to the shared slot (Commit); nil otherwise.
+	adopt func()
 }
 
 func newGRPCConn(s *h2Stream, release func()) *grpcConn {
 	return &grpcConn{s: s, release: release}
+}
+
+// Commit (netx.Committer) puts the connection of a speculative dial's
+// stream in service, when the slot has none: the next dials open their
+// streams on it. Otherwise the stream keeps its own connection, which
+// closes with it.
+func (g *grpcConn) Commit(context.Context) {
+	if g.adopt != nil {
+		g.adopt()
+	}
 }
 
 // Read returns the payload of the server's messages as it arrives.

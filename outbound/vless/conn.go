@@ -88,3 +88,8 @@ func (c *streamConn) CloseWrite() error {
 	}
 	return errors.New("vless: the transport cannot half-close")
 }
+
+// Carrier is the transport's stream under the VLESS framing
+// (netx.Carrier). Not NetConn: the relay must not move bytes on it
+// directly.
+func (c *streamConn) Carrier() net.Conn { return c.Conn }

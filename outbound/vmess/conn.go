@@ -178,3 +178,8 @@ func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.Conn.Close() })
 	return c.closeErr
 }
+
+// Carrier is the transport's stream under the VMess chunks
+// (netx.Carrier). Not NetConn: the relay must not move bytes on it
+// directly.
+func (c *streamConn) Carrier() net.Conn { return c.Conn }

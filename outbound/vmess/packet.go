@@ -108,3 +108,7 @@ func (l *packetLink) Close() error {
 	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })
 	return l.closeErr
 }
+
+// Carrier is the transport's stream under the link's datagrams
+// (netx.Carrier).
+func (l *packetLink) Carrier() net.Conn { return l.conn }

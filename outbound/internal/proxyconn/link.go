@@ -275,3 +275,7 @@ func (l *Link) Close() error {
 	l.closeOnce.Do(func() { l.closeErr = l.conn.Close() })
 	return l.closeErr
 }
+
+// Carrier is the stream the link frames its datagrams on
+// (netx.Carrier: a commit looks through the link to it).
+func (l *Link) Carrier() net.Conn { return l.conn }
