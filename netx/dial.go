@@ -17,6 +17,11 @@ const DefaultConnectTimeout = 10 * time.Second
 type Dialer struct {
 	Policy         SocketPolicy
 	ConnectTimeout time.Duration // one attempt; 0 = DefaultConnectTimeout
+	// Gate, when set, is the process's dial admission gate, for the
+	// connects a component makes on its own, outside any flow's
+	// establishment (a connection pool's replacements). A flow's dials
+	// are admitted by their establishment.
+	Gate *Gate
 }
 
 // NewDialer returns a dialer under p.

@@ -207,6 +207,9 @@ func (sv *Supervisor) deps(s *spec.Spec) (outbound.Deps, error) {
 	if err != nil {
 		return d, err
 	}
+	if d.Dialer != nil {
+		d.Dialer.Gate = sv.gate
+	}
 	if rt := sv.dnsRT; rt != nil && spec.Equal(rt.spec, s.DNS) {
 		d = rt.withDNS(d)
 	}

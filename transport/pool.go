@@ -44,8 +44,21 @@ var ErrNothingToWarm = errors.New("transport: this transport keeps nothing warm 
 // newPool is the pool of a plain TCP transport: its dials are the
 // transport's connect (resolve, connect, keepalive, TLS), its refreshes
 // bounded by the establishment deadline.
+//
+// The pool's own replacement dials are physical proxied connects like a
+// flow's: under the process's dial gate (netx.Dialer.Gate), when there is
+// one, they wait for a permit as any dial does.
 func newPool(d *Dialer, connect time.Duration) *connpool.Pool {
-	return connpool.New(connpool.Config{Dial: d.connect, Refresh: true, Timeout: netx.EstablishTimeout(connect)})
+	timeout := netx.EstablishTimeout(connect)
+	cfg := connpool.Config{Dial: d.connect, Refresh: true, Timeout: timeout}
+	if g := d.dialer.Gate; g != nil {
+		adm := netx.NewAdmission(g, g.Size())
+		cfg.Admit = func(ctx context.Context) (context.Context, func()) {
+			est, dctx, cancel := netx.Begin(ctx, adm, timeout)
+			return dctx, func() { est.End(); cancel() }
+		}
+	}
+	return connpool.New(cfg)
 }
 
 // fromPool is a plain TCP transport's Dial: for a flow's dial (one under

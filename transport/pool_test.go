@@ -156,3 +156,48 @@ func TestStreamTransportsKeepNothingWarm(t *testing.T) {
 		t.Fatalf("warm over ws: %v", err)
 	}
 }
+
+// The pool's own replacement of a connection a flow took is a physical
+// connect like a flow's: with the process gate full it waits for a
+// permit, and connects once one is free.
+func TestAPoolReplacementWaitsForTheProcessGate(t *testing.T) {
+	o, accepted := countingEcho(t)
+	opts := deps(nil)
+	gate := netx.NewGate(1)
+	opts.Dialer.Gate = gate
+	d, err := New(o, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.Warm(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// Another dial holds the gate's one permit.
+	holder, hctx, hcancel := netx.Begin(context.Background(), netx.NewAdmission(gate, 1), time.Minute)
+	defer hcancel()
+	if err := netx.Admit(hctx); err != nil {
+		t.Fatal(err)
+	}
+	// A flow, admitted elsewhere, takes the pooled connection.
+	e, dctx, dcancel := netx.Begin(context.Background(), netx.NewAdmission(netx.NewGate(8), 4), 5*time.Second)
+	defer dcancel()
+	c, err := d.Dial(dctx)
+	e.End()
+	if err != nil || !e.TakePooled() {
+		t.Fatalf("the flow's dial: %v, pooled %v", err, e.TakePooled())
+	}
+	defer c.Close()
+	time.Sleep(300 * time.Millisecond)
+	if n := accepted.Load(); n != 1 || d.Warmth().Pooled != 0 {
+		t.Fatalf("with the gate full the replacement connected: %d accepted, %d pooled", n, d.Warmth().Pooled)
+	}
+	holder.End()
+	for deadline := time.Now().Add(5 * time.Second); d.Warmth().Pooled != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no replacement once the gate freed: %+v", d.Warmth())
+		}
+	}
+}

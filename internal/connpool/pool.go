@@ -124,6 +124,10 @@ type Config struct {
 	Refresh bool
 	// Timeout bounds a refresh dial (0: netx.EstablishTimeout(0)).
 	Timeout time.Duration
+	// Admit, when set, runs each dial the pool makes on its own (a
+	// replacement) under the process's dial admission: it returns the
+	// dial's context and the call that ends the admission.
+	Admit func(ctx context.Context) (context.Context, func())
 	// Now is the clock of the ages (nil: time.Now). The expiry timer
 	// runs on the real clock.
 	Now func() time.Time
@@ -556,6 +560,11 @@ func (p *Pool) closeExpired(old []entry) {
 func (p *Pool) refresh(epoch uint64) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeout)
 	defer cancel()
+	if p.cfg.Admit != nil {
+		var end func()
+		ctx, end = p.cfg.Admit(ctx)
+		defer end()
+	}
 	if c, err := p.cfg.Dial(ctx); err == nil {
 		p.put(c, epoch)
 	}
