@@ -66,3 +66,16 @@ func FuzzEchoParsers(f *testing.F) {
 		skipVLESSRequest(b)
 	})
 }
+
+// The server echoes a VLESS stream's payload and Close ends its serve loop
+// (the package's leak check sees the rest).
+func TestStartAndClose(t *testing.T) {
+	e, err := Start(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Addr().Port == 0 {
+		t.Fatal("no port")
+	}
+	e.Close()
+}
