@@ -89,6 +89,9 @@ type Query struct {
 	// target's tag, each selected sub-group's, then the leaf's.
 	Chain [MaxGroupDepth + 2]string
 	Depth int
+	// Attempts are the Score attempts the selection made (one per Score
+	// group traversed); the dialer begins or releases every one.
+	Attempts Attempts
 }
 
 // Push appends tag to the chain; past its bound it reports false and the
