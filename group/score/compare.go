@@ -269,7 +269,6 @@ type side struct {
 	n    uint32
 	nid  int
 	ids  [CompareReporters]uint64
-	late int64
 }
 
 func (sd *side) add(a *acc) {
