@@ -32,12 +32,12 @@ func holdMargin(s float64) float64 { return HoldMargin * min(1, s/HoldSupport) }
 // exists): probe RTT, setup latency, response latency (lower is better)
 // and up/down goodput (higher is better), each weighted by its
 // confidence, a missing or expired one scoring missingPerf.
-func (sc *rankScratch) utilities(cands []Candidate, ref []bool) {
+func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool) {
 	n := len(cands)
 	var best [nMetrics + 1]float64
 	var have [nMetrics + 1]bool
 	for i := range n {
-		if !ref[i] {
+		if !ref[i] || !need[i] {
 			continue
 		}
 		for m := range int(nMetrics) + 1 {
@@ -51,6 +51,10 @@ func (sc *rankScratch) utilities(cands []Candidate, ref []bool) {
 		}
 	}
 	for i := range n {
+		if !need[i] {
+			cands[i].Utility = 0
+			continue
+		}
 		var sum float64
 		var k int
 		for m := range int(nMetrics) + 1 {
