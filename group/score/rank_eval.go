@@ -153,7 +153,7 @@ func promote(i, c *rankView, pr pairResult, targeted bool) promotion {
 	if cq && c.Lower > i.Upper {
 		rel = c.Rate - i.Rate // a reliability gain beyond both bounds
 	}
-	asGood := cq && c.Rate >= i.Rate
+	asGood := cq && observed(c, targeted) >= observed(i, targeted)
 	notWorse := cq && i.Lower <= c.Upper
 	slower := resp.known && resp.gain < -EquivalenceBand
 	var respGain float64
@@ -186,4 +186,18 @@ func promote(i, c *rankView, pr pairResult, targeted bool) promotion {
 		p.reason = ReliabilityWinner
 	}
 	return p
+}
+
+// observed is a row's observed terminal success share in the rank's
+// scope (1 without outcomes): what "reliability at least as good"
+// compares, free of the posterior's pull toward one half.
+func observed(v *rankView, targeted bool) float64 {
+	l := v.Family
+	if targeted {
+		l = v.Exact
+	}
+	if l.Successes+l.Failures <= 0 {
+		return 1
+	}
+	return l.Successes / (l.Successes + l.Failures)
 }
