@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"switchyard/group/score"
+	"switchyard/health/healthtest"
 	"switchyard/netx"
 )
 
@@ -76,16 +77,36 @@ func BenchmarkEngineAtBounds(b *testing.B) {
 }
 
 // fillEngine runs one useful flow to each of targets distinct targets
-// over nodes nodes through the Engine.
+// through the Engine, over nodes nodes in groups of ten.
 func fillEngine(tb testing.TB, nodes, targets int) *score.Engine {
-	h := newEng(tb, nodes)
-	for i := range targets {
-		tgt := netx.DomainAddr(fmt.Sprintf("s%05d.example", i), 443)
-		f := beginOn(tb, h, tgt, i%nodes)
-		runUseful(f, h.now(), 5*time.Millisecond)
-		h.clk.Advance(time.Millisecond)
+	clk := healthtest.NewClock(healthtest.Epoch)
+	e := score.NewEngine(clk)
+	var specs []score.GroupSpec
+	for g := range nodes / 10 {
+		s := score.GroupSpec{ID: score.GroupID{0x60, byte(g)}, Members: 10}
+		for i := range 10 {
+			s.Leaves = append(s.Leaves, score.Leaf{Node: node(g*10 + i + 1), Incarnation: 1})
+		}
+		specs = append(specs, s)
 	}
-	return h.e
+	e.Configure(clk.Now(), specs)
+	r := &score.Request{Network: netx.TCP, Family: netx.V4}
+	for i := range targets {
+		g := specs[i%len(specs)]
+		r.Group = g.ID
+		r.Target = netx.DomainAddr(fmt.Sprintf("s%05d.example", i), 443)
+		r.Cands = r.Cands[:0]
+		for _, l := range g.Leaves {
+			r.Cands = append(r.Cands, score.Candidate{Node: l.Node, Eligible: true})
+		}
+		at := clk.Now()
+		d := e.Rank(at, r)
+		if f, err := d.Attempt.Begin(at); err == nil {
+			runUseful(f, at, 5*time.Millisecond)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	return e
 }
 
 // beginOn ranks tgt with only leaf i+1 eligible and begins the attempt.
