@@ -8,17 +8,20 @@ import (
 
 // rankScratch is one rank's working rows, pooled across ranks.
 type rankScratch struct {
-	views  []rankView
-	in     []bool // serving-pool member
-	need   []bool // evaluated: views read
-	health []bool // the caller's eligibility, not the retry's excluded node
-	clean  []bool // health and no unresolved hard failure
-	util   []float64
-	perf   []float64
-	pc     []Candidate
-	ch     []Challenger
-	tgt    target // the rank's normalized target
-	now    int64  // the rank's time
+	views     []rankView
+	in        []bool // serving-pool member
+	need      []bool // evaluated: views read
+	health    []bool // the caller's eligibility, not the retry's excluded node
+	clean     []bool // health and no unresolved hard failure
+	util      []float64
+	perf      []float64
+	pc        []Candidate
+	ch        []Challenger
+	pairs     []pairResult // decide's comparisons against the incumbent, by row
+	paired    []bool
+	tgt       target // the rank's normalized target
+	incumbent int    // decide's incumbent row, or -1
+	now       int64  // the rank's time
 }
 
 func (sc *rankScratch) grow(n int) {
@@ -32,10 +35,14 @@ func (sc *rankScratch) grow(n int) {
 		sc.perf = make([]float64, n)
 		sc.pc = make([]Candidate, n)
 		sc.ch = make([]Challenger, 0, n)
+		sc.pairs = make([]pairResult, n)
+		sc.paired = make([]bool, n)
 	}
 	sc.views, sc.in, sc.need, sc.health, sc.clean = sc.views[:n], sc.in[:n], sc.need[:n], sc.health[:n], sc.clean[:n]
 	sc.util, sc.perf, sc.pc = sc.util[:n], sc.perf[:n], sc.pc[:n]
 	sc.ch = sc.ch[:0]
+	sc.pairs, sc.paired = sc.pairs[:n], sc.paired[:n]
+	clear(sc.paired)
 }
 
 // anyMember reports whether a committed member is among the candidates,
@@ -301,6 +308,7 @@ type decision struct {
 // free member and no challenger earns promotion; otherwise an escape or
 // the first choice.
 func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) decision {
+	sc.incumbent = -1
 	u := sc.ordinary()
 	if u < 0 {
 		return decision{sel: -1}
@@ -333,6 +341,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	}
 	// A trained, eligible, recovered incumbent: every eligible challenger
 	// competes against it.
+	sc.incumbent = ii
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
@@ -341,6 +350,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 			continue
 		}
 		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now)
+		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
 		if c == u {
@@ -391,6 +401,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 // their open questions, in the budget's dispatch order.
 func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
 	vs := &sc.views[sel]
+	incumbentSel := sc.incumbent == sel
 	for c := range r.Cands {
 		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
 			continue
@@ -406,7 +417,10 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 		case !v.Exact.Usable:
 			q = Availability
 		default:
-			pr := e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
+			pr := sc.pairs[c]
+			if !sc.paired[c] || !incumbentSel {
+				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
+			}
 			if pr.m[cmpResponse].known && !pr.partial {
 				continue // nothing open
 			}
