@@ -470,18 +470,6 @@ func (p *Pool) Begin(pl Plan) error {
 	return nil
 }
 
-// hasLeaf reports whether a committed member's leaf is node.
-func (p *Pool) hasLeaf(node health.NodeID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range p.slots {
-		if p.slots[i].node == node {
-			return p.init
-		}
-	}
-	return false
-}
-
 // size is the committed capacity and membership count.
 func (p *Pool) size() (capacity, members int) {
 	p.mu.Lock()
@@ -535,4 +523,17 @@ func (p *Pool) mark(cands []Candidate, in []bool) bool {
 func nodeBit(n health.NodeID) uint64 {
 	h := binary.LittleEndian.Uint64(n[:8]) ^ binary.LittleEndian.Uint64(n[8:])
 	return 1 << ((h * 0x9e3779b97f4a7c15) >> 58)
+}
+
+// admits reports, under one lock, whether the pool is initialized and
+// whether a committed member's leaf is node.
+func (p *Pool) admits(node health.NodeID) (init, member bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.slots {
+		if p.slots[i].node == node {
+			return p.init, p.init
+		}
+	}
+	return p.init, false
 }
