@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // ErrAttemptDone is Begin's refusal of an attempt already begun or
