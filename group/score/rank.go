@@ -168,6 +168,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		}
 		p.Rerank(at, sc.pc)
 		p.mark(r.Cands, sc.in)
+		if !sc.anyMember(r) {
+			for i := range sc.in {
+				sc.in[i] = true // still served outside the pool
+			}
+		}
 		if !sc.in[sel] {
 			// The Apply moved the winner's slot (a rotation or nested
 			// change): serve the best remaining member.
