@@ -432,7 +432,7 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 			q = Pair
 		}
 		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
-			Completions: int(v.Support), idx: c}
+			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
 		if q == Qualification {
 			ch.Progress = int(v.Exact.Successes)
 		}
