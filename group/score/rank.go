@@ -160,7 +160,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		for i := range r.Cands {
 			sc.pc[i] = r.Cands[i]
 			sc.pc[i].Eligible = sc.clean[i]
-			if pv := sc.views[i].Probe; pv.Valid {
+			if pv := sc.views[i].Probe; sc.need[i] && pv.Valid {
 				sc.pc[i].ProbeRTT = pv.RTT
 			} else {
 				sc.pc[i].ProbeRTT = 0
@@ -383,7 +383,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 	cold := true
 	for i := range sc.views {
 		v := &sc.views[i]
-		if v.Global.Attempts > 0 || v.Probe.Valid {
+		if sc.need[i] && (v.Global.Attempts > 0 || v.Probe.Valid) {
 			cold = false
 			break
 		}
@@ -456,14 +456,15 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 	return wr.Reservation, ch.idx, ch.Trained, true
 }
 
-// probeRank is row c's configured-probe order among the candidates:
-// the number of rows with a lower valid probe RTT (unknown last).
+// probeRank is row c's configured-probe order among the evaluated
+// members: the number of them with a lower valid probe RTT (unknown
+// last).
 func probeRank(sc *rankScratch, c int) int {
 	pc := sc.views[c].Probe
 	rank := 0
 	for i := range sc.views {
 		p := sc.views[i].Probe
-		if i != c && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
+		if i != c && sc.in[i] && sc.need[i] && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
 			rank++
 		}
 	}
