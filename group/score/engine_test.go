@@ -301,3 +301,47 @@ func TestEngineRecoveryRXEndsBackoff(t *testing.T) {
 		}
 	}
 }
+
+// Three node-wide failures in a row of a member's flows replace it at the
+// next Apply; two do not.
+func TestEngineNodeFailuresReplace(t *testing.T) {
+	for _, fails := range []int{2, 3} {
+		h := newEng(t, 9)
+		d := h.rankReq(h.req(netx.Addr{}))
+		x := d.Index
+		for range fails {
+			r := h.req(netx.Addr{})
+			for i := range r.Cands {
+				r.Cands[i].Eligible = i == x
+			}
+			d := h.e.Rank(h.now(), r)
+			f, err := d.Attempt.Begin(h.now())
+			if d.Index != x || err != nil {
+				t.Fatalf("flow on %d: %d %v", x, d.Index, err)
+			}
+			f.Fail(h.now(), score.Failure{Kind: score.SharedCarrier})
+			h.clk.Advance(time.Second)
+		}
+		h.rankReq(h.req(netx.Addr{})) // the Apply
+		if in := h.e.PoolHas(grp, netx.TCP, node(x+1)); in != (fails < score.ReplaceAfter) {
+			t.Errorf("after %d node-wide failures: member %v", fails, in)
+		}
+	}
+}
+
+// Among never-selected untrained challengers the configured-probe order
+// breaks the tie: the faster-probing leaf gets the first trial.
+func TestEngineWalkProbeHint(t *testing.T) {
+	for _, fast := range []int{2, 3} {
+		h := newEng(t, 3)
+		h.served(1, target(1), 6, 10*time.Millisecond)
+		h.clk.Advance(time.Second)
+		slow := 5 - fast
+		h.e.Probe(netx.TCP, node(fast), h.now(), 10*time.Millisecond, true, 30*time.Second)
+		h.e.Probe(netx.TCP, node(slow), h.now(), 90*time.Millisecond, true, 30*time.Second)
+		d := h.e.Rank(h.now(), h.req(target(1)))
+		if !d.Attempt.Trial() || d.Index+1 != fast {
+			t.Errorf("first trial on leaf %d (trial %v), want the faster-probing %d", d.Index+1, d.Attempt.Trial(), fast)
+		}
+	}
+}
