@@ -345,3 +345,30 @@ func TestEngineWalkProbeHint(t *testing.T) {
 		}
 	}
 }
+
+// Comparison cells are admitted for serving members (and before the pool
+// exists), not for other nodes.
+func TestEngineComparisonAdmission(t *testing.T) {
+	h := newEng(t, 9)
+	cells := func() int { return h.e.Stats().Cache.ComparisonCells }
+	h.served(9, target(1), 1, 10*time.Millisecond) // initial collection
+	if cells() != 1 {
+		t.Fatalf("initial collection: %d cells", cells())
+	}
+	d := h.rankReq(h.req(netx.Addr{})) // the pool exists now
+	var out int
+	for i := 1; i <= 9; i++ {
+		if !h.e.PoolHas(grp, netx.TCP, node(i)) && i != d.Index+1 {
+			out = i
+			break
+		}
+	}
+	h.served(out, target(2), 1, 10*time.Millisecond)
+	if cells() != 1 {
+		t.Fatalf("a non-member's comparison cell was admitted: %d", cells())
+	}
+	h.served(d.Index+1, target(2), 1, 10*time.Millisecond)
+	if cells() != 2 {
+		t.Fatalf("a member's comparison cell was refused: %d", cells())
+	}
+}
