@@ -160,18 +160,21 @@
 // fence, ends the node's backoff (Budget.Recovered). Trials' elapsed and
 // setup time are the budget's cost counters.
 //
-// Measured (amd64, shared and loaded 2-core machine, no race detector;
-// BenchmarkRank50, BenchmarkRank50Peek, BenchmarkFlowReport,
-// BenchmarkEngineAtBounds, TestEngineMemoryAtBounds): an authorized rank
-// in a 50-member group with warm evidence (pool of 9, a trial reserved
-// and released per iteration) 6.5–10 µs and 3 allocations — above the
-// 2 µs target, the time spread over the batched views, the comparison
-// reads, the budget walk and the pool's quiet Apply; a peek of the same
-// group 2.3–2.5 µs and 1 allocation; a flow's reporting through the
-// Engine (Begin to Settle) 1.4–1.8 µs and 3 allocations; the whole
-// Engine after 10,000 distinct targets over 100 nodes about 5.3 MiB of
-// heap (the exact LRU and the history at 4,096, the comparison store at
-// 512 cells and about 420 KiB accounted).
+// Measured (amd64, a 2-core machine shared with other builds, load
+// average about 5, no race detector; BenchmarkRank50,
+// BenchmarkRank50Peek, BenchmarkFlowReport, BenchmarkEngineAtBounds,
+// TestEngineMemoryAtBounds): an authorized rank in a 50-member group
+// with warm evidence (a pool of 9 evaluated members, a trial reserved and
+// released every iteration) costs about 7 µs of CPU (7–16 µs wall under
+// that load) and 2 allocations — above the 2 µs target: the time is
+// spread over the batched views (a quarter: three table lookups per
+// member, the exact key hashing its target), the paired comparisons, the
+// budget walk, the pool's membership mark and quiet Apply, the history
+// and the earn; a peek of the same group 1.8–3 µs and 1 allocation; a
+// flow's reporting through the Engine (Begin to Settle) 1.4–2.8 µs and 3
+// allocations; the whole Engine after 10,000 distinct targets over 100
+// nodes about 5.3 MiB of heap (the exact LRU and the history at 4,096,
+// the comparison store at 512 cells and about 420 KiB accounted).
 //
 // # The evidence core
 //
