@@ -133,6 +133,13 @@
 // LRU (HistoryEntries); an evicted entry proves no switch. Trials never
 // enter it.
 //
+// Readonly ranks. A Peek changes nothing: no Apply, no counter, no
+// reservation, no history, no Attempt; it reads the committed membership
+// or, before the pool exists, Pool.Peek's temporary projection. A
+// Preflight (the internal IPv4 preflight before an IPv6 final) is a Peek
+// through the prospective membership the Apply would commit now
+// (Pool.Project).
+//
 // The walk. An authorized targeted rank that did not escape to a
 // different leaf offers the other healthy members to the budget's Walk
 // with their open question: recovery (in hard failure), qualification

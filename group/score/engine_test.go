@@ -372,3 +372,29 @@ func TestEngineComparisonAdmission(t *testing.T) {
 		t.Fatalf("a member's comparison cell was refused: %d", cells())
 	}
 }
+
+// A preflight ranks through the prospective membership and commits
+// nothing; a peek reads the committed one.
+func TestEnginePreflight(t *testing.T) {
+	h := newEng(t, 9)
+	d := h.rankReq(h.req(netx.Addr{}))
+	x := node(d.Index + 1)
+	h.e.NodeDown(x, h.now())
+	peek := h.req(netx.Addr{})
+	peek.Peek = true
+	if p := h.e.Rank(h.now(), peek); p.Index != d.Index {
+		t.Fatalf("peek %d, want the committed winner %d", p.Index, d.Index)
+	}
+	pre := h.req(netx.Addr{})
+	pre.Preflight = true
+	p := h.e.Rank(h.now(), pre)
+	if p.Index < 0 || p.Index == d.Index || p.Attempt != nil || p.Reason != score.NoReason {
+		t.Fatalf("preflight %+v, want another member, readonly", p)
+	}
+	if !h.e.PoolHas(grp, netx.TCP, x) {
+		t.Fatal("the preflight committed the replacement")
+	}
+	if st := h.stats(netx.TCP); reasonTotal(st) != 1 || st.Budget.Originals != 1 {
+		t.Fatalf("the preflight counted: %+v", st)
+	}
+}
