@@ -114,7 +114,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	init := p.mark(r.Cands, sc.in)
 	// Only the serving pool's members are evaluated, unless the Apply
 	// will rank every candidate (bootstrap, rerank, replacement, …).
-	all := !init || authorized && p.due(at, r.Cands) || r.Preflight || !sc.anyMember(r)
+	due, rot, hasRot := false, Key{}, false
+	if authorized {
+		due, rot, hasRot = p.due(at, r.Cands)
+	}
+	all := !init || due || r.Preflight || !sc.anyMember(r)
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -162,7 +166,9 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	if sel >= 0 {
 		r.Cands[sel].Winner = true
 	}
-	if authorized && sel >= 0 {
+	// The Apply: skipped when it was quiet when the rank began and the
+	// winner is not the rotation member (a quiet Apply commits nothing).
+	if authorized && sel >= 0 && (all || hasRot && r.Cands[sel].Key() == rot) {
 		for i := range r.Cands {
 			sc.pc[i] = r.Cands[i]
 			sc.pc[i].Eligible = sc.clean[i]
