@@ -353,12 +353,14 @@
 //
 // Both tables are capped at 4,096 cells (ExactCells, AggregateCells); the
 // node record and the probe slot live inside the global aggregate cell,
-// and the per-flow state lives in the flow's Reporter, so nothing else
-// grows. Measured (TestMemoryAtBounds, BenchmarkTablesAtBounds, amd64,
-// without the race detector), both tables full hold about 3.5 MiB of heap
-// with 24-byte target names (≈ 448 B per cell: map slot, key, entry with
-// links and the target string) and about 4.5 MiB with 253-byte names, the
-// longest accepted. On a shared, loaded 2-core machine a flow's reporting
+// a cell's first-choice metrics in a block of its own allocated on the
+// first measurement, and the per-flow state in the flow's Reporter, so
+// nothing else grows. Measured (TestMemoryAtBounds,
+// BenchmarkTablesAtBounds, amd64, without the race detector), both
+// tables full hold about 3.7 MiB of heap with 24-byte target names
+// (≈ 471 B per cell: map slot, key, entry with links and the target
+// string; no metrics) and about 4.7 MiB with 253-byte names, the longest
+// accepted. On a shared, loaded 2-core machine a flow's reporting
 // (Begin to Settle) costs 1–1.4 µs and 2 allocations, a View about 0.6 µs
 // and 1 allocation (BenchmarkReportFlow, BenchmarkView).
 package score
