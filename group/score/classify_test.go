@@ -21,8 +21,8 @@ import (
 	"switchyard/outbound/wireguard"
 	"switchyard/plane"
 	"switchyard/protocol/socks5"
-	protovmess "switchyard/protocol/vmess"
 	"switchyard/protocol/vless"
+	protovmess "switchyard/protocol/vmess"
 	"switchyard/spec"
 	"switchyard/track"
 )
