@@ -20,6 +20,7 @@ import (
 	"switchyard/outbound/vmess"
 	"switchyard/outbound/wireguard"
 	"switchyard/plane"
+	"switchyard/protocol/shadowsocks"
 	"switchyard/protocol/socks5"
 	"switchyard/protocol/vless"
 	protovmess "switchyard/protocol/vmess"
@@ -196,6 +197,10 @@ func establishmentTimeout(t *testing.T) error {
 	return err
 }
 
+// errTooLarge is the runtime's size refusal as a protocol client returns
+// it (the Shadowsocks codec's, exported).
+var errTooLarge = shadowsocks.ErrFrameTooLarge
+
 func TestClassify(t *testing.T) {
 	carrier := netx.WithEpisode(errors.New("grpc: the connection to the server broke: EOF"), netx.FaultCarrier, netx.NewEpisode())
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -241,6 +246,8 @@ func TestClassify(t *testing.T) {
 		{"no udp", &outbound.NoUDPError{What: "http"}, false, 0},
 		{"cancelled", context.Cause(cancelled), false, 0},
 		{"closed here", fmt.Errorf("read: %w", net.ErrClosed), true, 0},
+		{"carrier retired here", netx.WithFault(errors.New("hysteria2: the connection behind this association is gone"), netx.FaultRetired), true, 0},
+		{"datagram too large", fmt.Errorf("xudp: %w", errTooLarge), true, 0},
 		{"nil", nil, true, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
