@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/fanout"
 	"switchyard/group/score"
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -237,6 +238,8 @@ func TestClassify(t *testing.T) {
 		{"timeout before setup", establishmentTimeout(t), false, score.UnknownPreSetup},
 		{"io after setup", errors.New("read tcp: connection reset by peer"), true, score.FlowIO},
 		{"timeout after setup", context.DeadlineExceeded, true, score.FlowIO},
+		{"udp sub-link without a reply", fanout.ErrNoReply, true, score.FlowIO},
+		{"udp open without a reply", fanout.ErrNoReply, false, score.UnknownPreSetup},
 
 		{"admission wait", admissionTimeout(t), false, 0},
 		{"drained", plane.ErrDrained, true, 0},
