@@ -20,8 +20,10 @@ var (
 	// matches errors.ErrUnsupported.
 	ErrRelayDomain = proxyconn.KindError("socks: the relay address is a domain", errors.ErrUnsupported)
 	// ErrControlClosed: an association's control connection ended, so the
-	// association is over. It matches syscall.EPIPE.
-	ErrControlClosed = proxyconn.KindError("socks: the control connection closed", syscall.EPIPE)
+	// association is over. It matches syscall.EPIPE; its fault is
+	// netx.FaultSharedSource (the server ended the packet endpoint every
+	// peer of the association shares).
+	ErrControlClosed = netx.WithFault(proxyconn.KindError("socks: the control connection closed", syscall.EPIPE), netx.FaultSharedSource)
 )
 
 // RejectedError is the server's refusal of a request: a reply with a
@@ -34,6 +36,21 @@ func (e *RejectedError) Error() string {
 }
 
 func (e *RejectedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
+
+// Fault is what the status says of the failure (netx.Faulted): the target
+// refused (connection refused, or not allowed by the server's ruleset) or
+// was unreachable (network or host unreachable, TTL expired); any other
+// status names no target and is the server's (a general failure included:
+// it does not say the target failed).
+func (e *RejectedError) Fault() (netx.Fault, uint64) {
+	switch e.Status {
+	case socks5.ReplyConnectionRefused, socks5.ReplyNotAllowed:
+		return netx.FaultTargetRefused, 0
+	case socks5.ReplyNetworkUnreachable, socks5.ReplyHostUnreachable, socks5.ReplyTTLExpired:
+		return netx.FaultTargetPath, 0
+	}
+	return netx.FaultProxyProtocol, 0
+}
 
 // auth is the method negotiation of one outbound, encoded once.
 type auth struct {
@@ -72,7 +89,7 @@ func (a *auth) negotiate(rw io.ReadWriter) error {
 		return closed(err)
 	}
 	if m != a.method {
-		return fmt.Errorf("socks: server chose method %#02x, which was not offered", m)
+		return netx.WithFault(fmt.Errorf("socks: server chose method %#02x, which was not offered", m), netx.FaultProxyProtocol)
 	}
 	if a.userPass == nil {
 		return nil
