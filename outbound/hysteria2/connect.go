@@ -28,6 +28,9 @@ type conn struct {
 	// server relays no UDP; a death is then found by the next flow.
 	sentinel    client.HyUDPConn
 	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
+	// datagrams counts the UDP messages sent on the connection: each is at
+	// least one QUIC DATAGRAM frame (CarrierCounters).
+	datagrams atomic.Uint64
 
 	server netip.AddrPort // the address of the server it runs to
 
