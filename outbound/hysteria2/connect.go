@@ -31,6 +31,9 @@ type conn struct {
 	// datagrams counts the UDP messages sent on the connection: each is at
 	// least one QUIC DATAGRAM frame (CarrierCounters).
 	datagrams atomic.Uint64
+	// loss counts the packets the QUIC stack declared lost (lossmeter.go);
+	// nil when the controller could not be wrapped.
+	loss *lossMeter
 
 	server netip.AddrPort // the address of the server it runs to
 
@@ -41,7 +44,7 @@ type conn struct {
 }
 
 func newConn(cl client.Client, info *client.HandshakeInfo, to netip.AddrPort) *conn {
-	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{})}
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{}), loss: meterLoss(cl)}
 	if info.UDPEnabled {
 		if s, err := cl.UDP(); err == nil {
 			c.sentinel = s

@@ -14,7 +14,9 @@ var _ pressure.CounterSource = (*Outbound)(nil)
 
 // CarrierCounters reads the statistics of the QUIC connection in service,
 // for carrier-pressure sampling (pressure.CounterSource): smoothed RTT,
-// packets and bytes sent, received and declared lost, and the DATAGRAM
+// packets and bytes sent and received (quic-go's ConnectionStats), the
+// packets and bytes declared lost (the connection's lossMeter: quic-go's
+// own loss counts stay zero under core/v2's controllers), and the DATAGRAM
 // frames this outbound's UDP sessions sent on it. ok is false while no
 // connection is in service. The connection's generation in the slot names
 // the carrier, so a reconnect starts a new interval.
@@ -32,6 +34,9 @@ func (o *Outbound) CarrierCounters() (c pressure.Counters, ok bool) {
 		return c, false
 	}
 	st := qc.ConnectionStats()
+	if m := r.V.loss; m != nil {
+		st.PacketsLost, st.BytesLost = m.packets.Load(), m.bytes.Load()
+	}
 	return pressure.Counters{
 		Carrier:       r.Gen,
 		Family:        f,
