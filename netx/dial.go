@@ -22,9 +22,10 @@ type Dialer struct {
 	// establishment (a connection pool's replacements). A flow's dials
 	// are admitted by their establishment.
 	Gate *Gate
-	// Carriers, when set, is handed every socket Connect opens: a
-	// runtime's copy of the dialer names the set its carrier-pressure
-	// sampling reads (carrier.go).
+	// Carriers, when set, is handed every socket Connect opens: a proxy
+	// runtime's own copy of the dialer names the set its carrier-pressure
+	// sampling reads (carrier.go). Direct dialing leaves it unset: a
+	// socket to the destination itself is no carrier.
 	Carriers CarrierSink
 }
 

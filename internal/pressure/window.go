@@ -23,11 +23,12 @@ type Counters struct {
 	Carrier uint64
 	Family  netx.Family   // the actual socket family
 	RTT     time.Duration // the smoothed RTT at the reading
-	// Acked grows with fresh ACK progress: TCP bytes acknowledged, QUIC
-	// packets received from the peer.
+	// Acked grows with fresh ACK progress, each acknowledgement of our
+	// data giving the RTT a fresh sample: TCP bytes acknowledged, QUIC
+	// packets acknowledged.
 	Acked uint64
-	// Payload is the payload bytes moved in both directions (TCP bytes
-	// acknowledged plus bytes received; QUIC bytes sent plus received).
+	// Payload is the payload bytes moved in both directions: bytes
+	// acknowledged plus bytes received.
 	Payload uint64
 	// Sent is the outgoing payload bytes, retransmissions included.
 	Sent uint64

@@ -11,16 +11,20 @@ import (
 	"github.com/apernet/quic-go/monotime"
 )
 
-// lossMeter counts the packets the QUIC stack declares lost, with their
-// bytes, on their way to the congestion controller core/v2 installed (BBR
-// or Brutal). The connection statistics of quic-go count losses only in
-// its own default controller, which core/v2 always replaces; every lost
-// packet (but path MTU probes) passes OnCongestionEvent of whichever
-// controller is installed, so a wrapper around core/v2's sees them all.
-// Every other call goes to the wrapped controller unchanged.
+// lossMeter counts the packets the QUIC stack declares lost and those the
+// peer acknowledged, with their bytes, on their way to the congestion
+// controller core/v2 installed (BBR or Brutal). The connection statistics
+// of quic-go count losses only in its own default controller, which
+// core/v2 always replaces, and count no acknowledgements; every lost
+// packet (but path MTU probes) passes OnCongestionEvent, and every
+// acknowledged packet in flight OnPacketAcked, of whichever controller is
+// installed, so a wrapper around core/v2's sees them all. An acknowledged
+// packet is what gave the RTT statistics a fresh sample. Every other call
+// goes to the wrapped controller unchanged.
 type lossMeter struct {
 	congestion.CongestionControl
-	packets, bytes atomic.Uint64
+	packets, bytes           atomic.Uint64 // declared lost
+	ackedPackets, ackedBytes atomic.Uint64
 }
 
 // lossMeterEx is a lossMeter around a controller with the extended
@@ -34,6 +38,12 @@ func (m *lossMeter) OnCongestionEvent(number congestion.PacketNumber, lostBytes,
 	m.packets.Add(1)
 	m.bytes.Add(uint64(lostBytes))
 	m.CongestionControl.OnCongestionEvent(number, lostBytes, priorInFlight)
+}
+
+func (m *lossMeter) OnPacketAcked(number congestion.PacketNumber, ackedBytes, priorInFlight congestion.ByteCount, eventTime monotime.Time) {
+	m.ackedPackets.Add(1)
+	m.ackedBytes.Add(uint64(ackedBytes))
+	m.CongestionControl.OnPacketAcked(number, ackedBytes, priorInFlight, eventTime)
 }
 
 // SetRTTStatsProvider is not passed on: the wrapped controller already has

@@ -14,10 +14,11 @@ var _ pressure.CounterSource = (*Outbound)(nil)
 
 // CarrierCounters reads the statistics of the QUIC connection in service,
 // for carrier-pressure sampling (pressure.CounterSource): smoothed RTT,
-// packets and bytes sent and received (quic-go's ConnectionStats), the
-// packets and bytes declared lost (the connection's lossMeter: quic-go's
-// own loss counts stay zero under core/v2's controllers), and the DATAGRAM
-// frames this outbound's UDP sessions sent on it. ok is false while no
+// packets and bytes sent and bytes received (quic-go's ConnectionStats),
+// the packets acknowledged and those declared lost, with their bytes (the
+// connection's lossMeter: quic-go counts neither under core/v2's
+// controllers), and the DATAGRAM frames this outbound's UDP sessions sent
+// on it. Payload progress is the bytes acknowledged plus those received. ok is false while no
 // connection is in service. The connection's generation in the slot names
 // the carrier, so a reconnect starts a new interval.
 func (o *Outbound) CarrierCounters() (c pressure.Counters, ok bool) {
@@ -33,21 +34,24 @@ func (o *Outbound) CarrierCounters() (c pressure.Counters, ok bool) {
 	if !ok {
 		return c, false
 	}
-	st := qc.ConnectionStats()
-	if m := r.V.loss; m != nil {
-		st.PacketsLost, st.BytesLost = m.packets.Load(), m.bytes.Load()
+	m := r.V.loss
+	if m == nil {
+		// Without the meter neither fresh acknowledgements nor losses
+		// are known: no interval could be judged.
+		return c, false
 	}
+	st := qc.ConnectionStats()
 	return pressure.Counters{
 		Carrier:       r.Gen,
 		Family:        f,
 		RTT:           st.SmoothedRTT,
-		Acked:         st.PacketsReceived,
-		Payload:       st.BytesSent + st.BytesReceived,
+		Acked:         m.ackedPackets.Load(),
+		Payload:       m.ackedBytes.Load() + st.BytesReceived,
 		Sent:          st.BytesSent,
 		Datagrams:     r.V.datagrams.Load(),
 		Transmissions: st.PacketsSent,
-		Lost:          st.PacketsLost,
-		LostBytes:     st.BytesLost,
+		Lost:          m.packets.Load(),
+		LostBytes:     m.bytes.Load(),
 	}, true
 }
 

@@ -151,6 +151,9 @@ func TestLossMeterWrapsTheInstalledController(t *testing.T) {
 	if r.V.loss == nil {
 		t.Fatal("no loss meter on the connection")
 	}
+	if r.V.loss.ackedPackets.Load() == 0 || r.V.loss.ackedBytes.Load() == 0 {
+		t.Fatal("the meter saw no acknowledgement of a connection that carried an echo")
+	}
 	cc := installedController(quicConnOf(r.V.client))
 	ex, ok := cc.(*lossMeterEx)
 	if !ok || ex.lossMeter != r.V.loss {
