@@ -23,12 +23,13 @@ const (
 	HintLifetime     = 60 * time.Second      // a hint expires this long after publication
 )
 
-// Kind is the pressure an episode saw.
+// Kind is the pressure an episode saw: a set of flags, since one
+// publication answers every kind due in its interval.
 type Kind uint8
 
 const (
-	KindRTT  Kind = iota + 1 // RTT pressure
-	KindLoss                 // send-loss pressure
+	KindRTT  Kind = 1 << iota // RTT pressure
+	KindLoss                  // send-loss pressure
 )
 
 func (k Kind) String() string {
@@ -37,6 +38,8 @@ func (k Kind) String() string {
 		return "rtt"
 	case KindLoss:
 		return "loss"
+	case KindRTT | KindLoss:
+		return "rtt+loss"
 	}
 	return "none"
 }
@@ -176,7 +179,7 @@ func mergeSample(acc Sample, n int, s Sample) Sample {
 // observe judges one family's interval; m.mu is held.
 func (m *Monitor) observe(at time.Time, f netx.Family, s Sample) (h Hint, held, published bool) {
 	sl := &m.slots[f]
-	var due []Kind
+	var due Kind
 	if sl.baseline == 0 {
 		sl.training = append(sl.training, s.RTT)
 		if len(sl.training) == TrainingSamples {
@@ -184,28 +187,26 @@ func (m *Monitor) observe(at time.Time, f netx.Family, s Sample) (h Hint, held, 
 			sl.training = nil
 		}
 	} else if sl.rtt.judge(rttPressured(sl.baseline, s.RTT)) {
-		due = append(due, KindRTT)
+		due |= KindRTT
 	}
 	if lossQualified(s) && sl.loss.judge(lossPressured(s)) {
-		due = append(due, KindLoss)
+		due |= KindLoss
 	}
-	if len(due) == 0 {
+	if due == 0 {
 		return Hint{}, false, false
 	}
 	if !sl.lastPub.IsZero() && at.Sub(sl.lastPub) < PublishInterval {
 		return Hint{}, true, false
 	}
-	kind := due[0]
 	m.seq++
-	h = Hint{At: at, Family: f, Kind: kind, Seq: m.seq}
+	h = Hint{At: at, Family: f, Kind: due, Seq: m.seq}
 	sl.lastPub = at
 	// One publication answers every kind due in this interval.
-	for _, k := range due {
-		if k == KindRTT {
-			sl.rtt.fired()
-		} else {
-			sl.loss.fired()
-		}
+	if due&KindRTT != 0 {
+		sl.rtt.fired()
+	}
+	if due&KindLoss != 0 {
+		sl.loss.fired()
 	}
 	m.latest.Store(&h)
 	return h, false, true

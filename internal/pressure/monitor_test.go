@@ -344,3 +344,20 @@ func TestObserveMergesOnePass(t *testing.T) {
 		t.Fatalf("kind %v", h.Kind)
 	}
 }
+
+// RTT and loss due in the same interval make one publication naming both,
+// and both episodes need rearming.
+func TestOnePublicationForBothKinds(t *testing.T) {
+	m, c := trained(t)
+	var r Result
+	for range 3 {
+		s := c.loss(100*ms, 100, 10, 10000)
+		r = m.Observe(s.End, s)
+	}
+	if !r.Published || r.Hint.Kind != KindRTT|KindLoss || r.Hint.Kind.String() != "rtt+loss" {
+		t.Fatalf("%+v", r)
+	}
+	if st := m.State(netx.V4); st.RTTArmed || st.LossArmed {
+		t.Fatalf("%+v", st)
+	}
+}

@@ -140,7 +140,7 @@ func Run(t *testing.T, p *netlab.Path, s pressure.Sampler, plan Plan) *pressure.
 			break
 		}
 	}
-	if loss.Kind != pressure.KindLoss || loss.Seq != rtt.Seq+1 {
+	if loss.Kind&pressure.KindLoss == 0 || loss.Seq != rtt.Seq+1 {
 		t.Fatalf("loss hint %+v after %+v", loss, rtt)
 	}
 	if gap := loss.At.Sub(rtt.At); gap < pressure.PublishInterval {
