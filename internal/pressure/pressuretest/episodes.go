@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pressuretest drives a real carrier through the delay, loss and
 // recovery phases of the carrier-pressure rules on a netlab path, for the
 // tests of every sampler (TCP_INFO, QUIC statistics).
