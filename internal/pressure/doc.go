@@ -10,9 +10,10 @@
 //     one longer than 10 s, without fresh ACK progress, or with less than
 //     4 KiB of payload progress and fewer than 32 QUIC DATAGRAM frames is
 //     unknown and proves nothing;
-//   - the carrier sources that read the counters (TCPCarriers for the
-//     physical proxy sockets of one runtime; QUIC sources convert the
-//     connection statistics into Counters);
+//   - the Samplers that read the counters: TCPCarriers for the physical
+//     proxy sockets of one runtime (TCP_INFO), and a Source over a
+//     CounterSource such as a Hysteria 2 outbound, whose CarrierCounters
+//     read its QUIC connection;
 //   - a Monitor per runtime, with one slot per actual socket family, that
 //     trains an RTT baseline on four active samples and fires an episode
 //     after three consecutive pressured intervals (RTT at least 1.5 times
@@ -31,6 +32,22 @@
 // A hint is a comparison-freshness question for the owner's node, nothing
 // more: it carries no carrier or target identity, and it never changes
 // utility, qualification, failure counts, health or flows.
+//
+// Wiring a runtime takes a few lines. One Monitor per runtime and carrier:
+//
+//	set := pressure.NewTCPCarriers(0)         // a TCP proxy runtime
+//	d := *deps.Dialer                          // the runtime's own dialer copy
+//	d.Carriers = set                           // every proxy socket it connects
+//	mon := &pressure.Monitor{}
+//	remove, err := beat.Add(set, mon, onHint) // or the owner's heartbeat calls
+//	                                           // mon.Observe(at, set.Sample(at)...)
+//
+// A Hysteria 2 runtime passes pressure.NewSource(out) instead of a
+// TCPCarriers: its CarrierCounters read the shared QUIC connection. On
+// reload the owner calls mon.Fence(now); a replaced runtime drops its
+// Monitor and removes its registration. Only the networks the carrier
+// carries receive the hint: a Shadowsocks runtime's TCP carrier says
+// nothing of its native UDP.
 //
 // TCP_INFO is Linux's: elsewhere a TCP carrier yields no counters, so its
 // intervals stay unknown and it never produces a hint.
