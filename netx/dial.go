@@ -22,6 +22,11 @@ type Dialer struct {
 	// establishment (a connection pool's replacements). A flow's dials
 	// are admitted by their establishment.
 	Gate *Gate
+	// Carriers, when set, is handed every socket Connect opens: a proxy
+	// runtime's own copy of the dialer names the set its carrier-pressure
+	// sampling reads (carrier.go). Direct dialing leaves it unset: a
+	// socket to the destination itself is no carrier.
+	Carriers CarrierSink
 }
 
 // NewDialer returns a dialer under p.
@@ -69,7 +74,11 @@ func (d *Dialer) Connect(ctx context.Context, addr netip.AddrPort) (*net.TCPConn
 		}
 		return nil, err
 	}
-	return c.(*net.TCPConn), nil
+	tc := c.(*net.TCPConn)
+	if d.Carriers != nil {
+		d.Carriers.AddCarrier(tc)
+	}
+	return tc, nil
 }
 
 // ConnectAny tries addrs in order, one at a time (not Happy Eyeballs: every

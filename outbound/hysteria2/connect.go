@@ -28,6 +28,12 @@ type conn struct {
 	// server relays no UDP; a death is then found by the next flow.
 	sentinel    client.HyUDPConn
 	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
+	// datagrams counts the UDP messages sent on the connection: each is at
+	// least one QUIC DATAGRAM frame (CarrierCounters).
+	datagrams atomic.Uint64
+	// loss counts the packets the QUIC stack declared lost (lossmeter.go);
+	// nil when the controller could not be wrapped.
+	loss *lossMeter
 
 	server netip.AddrPort // the address of the server it runs to
 	// episode names the connection's loss (netx.NewEpisode): every flow
@@ -49,7 +55,7 @@ type conn struct {
 
 func newConn(cl client.Client, info *client.HandshakeInfo, to netip.AddrPort) *conn {
 	ep := netx.NewEpisode()
-	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{}),
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{}), loss: meterLoss(cl),
 		episode: ep, gone: netx.WithEpisode(errGone, netx.FaultCarrier, ep), retired: netx.WithFault(errGone, netx.FaultRetired)}
 	if info.UDPEnabled {
 		if s, err := cl.UDP(); err == nil {

@@ -60,6 +60,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	err := l.udp.Send(p, addr)
 	switch {
 	case err == nil:
+		l.conn.datagrams.Add(1)
 		return nil
 	case noDatagramSupport(err):
 		l.conn.noDatagrams.Store(true)

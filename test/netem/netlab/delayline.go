@@ -2,8 +2,10 @@ package netlab
 
 import (
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -20,10 +22,16 @@ import (
 // Each direction's queue holds at most queueLimit packets (netem's default
 // limit is 1000); a packet arriving at a full queue is dropped, as netem
 // drops it.
+//
+// The delay may change while the line runs, and a loss rate may be set
+// (netem's "loss P%"): each packet read is dropped with that probability,
+// each way. The default is no loss.
 type delayLine struct {
 	host, peer *os.File
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
+	delay      atomic.Int64  // nanoseconds, for packets read from now on
+	lossPPM    atomic.Uint32 // dropped packets per million; 0: none
 }
 
 const (
@@ -59,8 +67,9 @@ func openTUN(name string) (*os.File, error) {
 // goroutines.
 func startDelayLine(host, peer *os.File, delay time.Duration) *delayLine {
 	d := &delayLine{host: host, peer: peer}
-	d.pump(host, peer, delay)
-	d.pump(peer, host, delay)
+	d.delay.Store(int64(delay))
+	d.pump(host, peer)
+	d.pump(peer, host)
 	return d
 }
 
@@ -73,7 +82,7 @@ type packet struct {
 // stamps each packet with its due time and queues it; the writer sleeps
 // until each packet's due time and writes it. The writer ends when the
 // reader closes the queue, which it does when its device is closed.
-func (d *delayLine) pump(from, to *os.File, delay time.Duration) {
+func (d *delayLine) pump(from, to *os.File) {
 	q := make(chan packet, queueLimit)
 	d.wg.Add(2)
 	go func() {
@@ -85,7 +94,10 @@ func (d *delayLine) pump(from, to *os.File, delay time.Duration) {
 			if err != nil {
 				return // closed (or the device is gone): the line ends
 			}
-			p := packet{due: time.Now().Add(delay), data: append([]byte(nil), buf[:n]...)}
+			if l := d.lossPPM.Load(); l > 0 && mrand.Uint32N(1_000_000) < l {
+				continue // lost, as netem's loss drops it
+			}
+			p := packet{due: time.Now().Add(time.Duration(d.delay.Load())), data: append([]byte(nil), buf[:n]...)}
 			select {
 			case q <- p:
 			default: // queue full: dropped, as netem's limit drops

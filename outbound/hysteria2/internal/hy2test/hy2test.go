@@ -78,14 +78,22 @@ type Conn struct {
 // Start runs a server on a loopback UDP port until the test ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	s := &Server{Cert: NewCert(t), users: opts.Users, open: map[string]*Conn{}}
-	if s.users == nil {
-		s.users = map[string]string{Password: "user"}
-	}
 	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return StartOn(t, uc, opts)
+}
+
+// StartOn runs a server on uc, a socket the test opened (inside a network
+// namespace, say), until the test ends; the server owns uc.
+func StartOn(t testing.TB, uc *net.UDPConn, opts Options) *Server {
+	t.Helper()
+	s := &Server{Cert: NewCert(t), users: opts.Users, open: map[string]*Conn{}}
+	if s.users == nil {
+		s.users = map[string]string{Password: "user"}
+	}
+	var err error
 	s.Addr = uc.LocalAddr().(*net.UDPAddr).AddrPort()
 	var pc net.PacketConn = uc
 	if opts.Obfs != "" {
