@@ -56,13 +56,19 @@ func (sv *Supervisor) observer(interval time.Duration) health.Observer {
 	return scoreObserver{next: sv.healthObserver(), score: sv.score, interval: interval, now: sv.scoreClock().Now}
 }
 
+// scoreFeed is what health tells the Score engine (*score.Engine).
+type scoreFeed interface {
+	Probe(network netx.Network, node health.NodeID, started time.Time, rtt time.Duration, ok bool, interval time.Duration)
+	NodeDown(node health.NodeID, at time.Time)
+}
+
 // scoreObserver is the health engine's observer with the Score engine fed
 // too: every probe result of a node (the engine keeps those of its Score
 // groups' members) with the probe interval, and a node's TCP death as an
 // authoritative health exclusion.
 type scoreObserver struct {
 	next     health.Observer // the metrics, or nil
-	score    *score.Engine
+	score    scoreFeed
 	interval time.Duration
 	now      func() time.Time
 }
