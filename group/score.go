@@ -10,10 +10,8 @@ package group
 // readonly: no attempt, no counter, no reservation.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"time"
@@ -212,20 +210,14 @@ func (r *scoreReport) Fail(at time.Time, err error) {
 
 // classifyScore is the Score provenance of a flow's error: the single call
 // site the data path's failures are classified at. A silent target
-// (plane.ErrNoResponse) is an I/O failure of the flow's target; an owner's
-// close or a cancellation is neutral; anything else is an unknown failure
-// before setup (node-scoped, the conservative side) or the flow's own I/O
-// failure after it.
+// (plane.ErrNoResponse) is an I/O failure of the flow's target; anything
+// else is score.Classify's (typed faults, the process's own neutral ends,
+// the unknown rest).
 func classifyScore(err error, afterSetup bool) (score.Failure, bool) {
-	switch {
-	case errors.Is(err, plane.ErrNoResponse):
+	if errors.Is(err, plane.ErrNoResponse) {
 		return score.Failure{Kind: score.FlowIO}, false
-	case errors.Is(err, context.Canceled), errors.Is(err, net.ErrClosed):
-		return score.Failure{}, true
-	case !afterSetup:
-		return score.Failure{Kind: score.UnknownPreSetup}, false
 	}
-	return score.Failure{Kind: score.FlowIO}, false
+	return score.Classify(err, afterSetup)
 }
 
 // scoreRetry is the one sequential retry of a Score-owned setup failure of
