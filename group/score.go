@@ -88,9 +88,9 @@ func (m *Manager) request(w *walker, g *grp, net int, sc *scoreScratch) *score.R
 		Family:  targetFamily(q.Dst),
 		Target:  q.Dst,
 		Cands:   cands,
-		Peek:    w.peek,
+		Peek:    w.peek || q.Peek,
 	}
-	if !w.peek && q.Retry {
+	if !r.Peek && q.Retry {
 		r.Retry, r.Exclude = true, health.NodeID(q.Exclude)
 	}
 	return r

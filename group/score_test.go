@@ -137,6 +137,14 @@ func TestAScorePeekTakesNoAttemptOrCounter(t *testing.T) {
 		e.m.SelectionChain("top", netx.TCP)
 		e.m.Explain("top", netx.TCP, netx.V4)
 	}
+	// A plane query that only asks (the DNS service's "would this name
+	// leave through a proxy") ranks readonly too.
+	for range 3 {
+		q := &plane.Query{Network: netx.TCP, Dst: scoreDst, Peek: true}
+		if l := e.m.Target("s").Resolve(q); l == nil || q.Attempts.Len() != 0 {
+			t.Fatalf("a peeking query: leaf %v, %d attempts", l, q.Attempts.Len())
+		}
+	}
 	st := scoreStats(e.m, "s")
 	if reasons(e.m, "s") != 0 || st.Budget.Originals != 0 || st.Pool.Members != 0 {
 		t.Fatalf("a peek counted: %+v", st)
