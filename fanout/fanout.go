@@ -172,11 +172,15 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 		return l.dropped()
 	}
 	s, v, evicted := l.claim(r, pl, p, to)
+	if v != opened {
+		// Only a sub-link this packet opens reports on its selection.
+		releaseAttempts(&r.attempts)
+	}
 	if evicted != nil {
 		evicted.Close()
 	}
 	switch v {
-	case queuedUp:
+	case opened, queuedUp:
 		return nil
 	case queueFull:
 		l.debug("udp fan-out: dropping a datagram for %s: %d are waiting for it to open", s.id, MaxQueued)
@@ -188,6 +192,9 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 		return net.ErrClosed
 	}
 	if err := s.link.WritePacket(p, to); err != nil {
+		if s.report != nil {
+			s.report.sendFailed(err)
+		}
 		if l.remove(s) {
 			s.link.Close()
 			l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
@@ -199,6 +206,9 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 			return l.write(p, to, sn)
 		}
 		return l.dropped()
+	}
+	if s.report != nil {
+		s.report.sentBytes(len(p))
 	}
 	l.sent(s, r.via)
 	return nil
@@ -224,6 +234,9 @@ type routed struct {
 	// for the packet files it in the tracker.
 	chain [plane.MaxGroupDepth + 2]string
 	depth int
+	// attempts are the Score attempts the selection made: a sub-link the
+	// packet opens owns them, otherwise they are released (see score.go).
+	attempts plane.Attempts
 }
 
 // path is the selection chain as a new slice, for the tracker to keep.
@@ -255,6 +268,13 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 	}
 	r.leaf = target.Resolve(&l.query)
 	r.chain, r.depth = l.query.Chain, l.query.Depth
+	if l.query.Attempts.Len() > 0 {
+		r.attempts = l.query.Attempts
+		l.query.Attempts.Reset()
+		if r.leaf == nil {
+			releaseAttempts(&r.attempts)
+		}
+	}
 	return r, true
 }
 
