@@ -22,6 +22,11 @@
 // comes back is used again almost at once. An open is bounded by the link's
 // life (Close cancels and waits for it) and by max(10 s, 4 × the default
 // connect timeout), so none can hang for ever.
+//
+// A packet whose selection went through Score groups hands their attempts
+// to the sub-link it opens, which reports on them for its whole life (its
+// setup, bytes, first reply and end; score.go); a packet that opens no
+// sub-link releases them.
 package fanout
 
 import (
