@@ -66,8 +66,12 @@ func (p *prober) QUIC(ctx context.Context, url string) (health.Result, error) {
 			return confirmed
 		},
 	}
+	// A transport of the probe's own: closing it (before the link) waits
+	// for its read loop.
+	tr := &quic.Transport{Conn: pc}
+	defer tr.Close()
 	start := time.Now()
-	conn, err := quic.Dial(hctx, pc, pc.peer, tc, qc)
+	conn, err := tr.Dial(hctx, pc.peer, tc, qc)
 	rtt := time.Since(start)
 	if err != nil {
 		if hctx.Err() != nil {
