@@ -16,6 +16,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"go.uber.org/goleak"
 
 	"switchyard/health"
 	"switchyard/internal/testcert"
@@ -187,10 +188,14 @@ func quicProber(d Dialer, opts Options) health.QUICProber {
 func TestQUICProbeHandshake(t *testing.T) {
 	s := newH3Server(t)
 	d := newNamedDialer()
+	before := goleak.IgnoreCurrent()
 	res, err := quicProber(d, Options{RootCAs: s.roots}).QUIC(within(t, 5*time.Second), s.url())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The probe's goroutines (its pump, quic-go's) end with it; the
+	// server's for the connection once it sees the close.
+	goleak.VerifyNone(t, before)
 	if res.RTT <= 0 || res.RTT > 2*time.Second || res.Family != netx.V6 {
 		t.Fatalf("%+v", res)
 	}
