@@ -65,11 +65,18 @@ const (
 // first after a network change). The first success of a dead state makes
 // its cooldown due, so the recovery scheduler verifies it at once.
 func (c *cell) probeOK(now time.Time, rtt time.Duration) change {
+	c.record(now, rtt, false)
+	c.average(rtt)
+	return c.probeAlive(now)
+}
+
+// probeAlive applies a probe success that brings no latency sample of the
+// state (the Score QUIC handshake for DataUdp): liveness, cooldown and
+// recovery as probeOK, nothing in the history or the average.
+func (c *cell) probeAlive(now time.Time) change {
 	c.observed = true
 	c.probeFails = 0
 	c.cooldown = time.Time{}
-	c.record(now, rtt, false)
-	c.average(rtt)
 	if c.alive {
 		return unchanged
 	}

@@ -50,9 +50,9 @@ func (e *Engine) ProbeNow(ctx context.Context, ids ...NodeID) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, n := range nodes {
-		e.submit(ctx, &wg, func(ctx context.Context) { e.probePath(ctx, n, tcpPath, true) })
+		e.submit(ctx, &wg, func(ctx context.Context) { e.probeTCP(ctx, n, true) })
 		if e.hasUDP(n) {
-			e.submit(ctx, &wg, func(ctx context.Context) { e.probePath(ctx, n, udpPath, true) })
+			e.submitUDP(ctx, &wg, n, true, nil)
 		}
 	}
 	for _, u := range e.refreshURLs() {

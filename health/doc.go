@@ -53,6 +53,27 @@
 // touched. A probe cancelled by Stop or its caller records nothing; one
 // that ran out of CheckTimeout is a failure.
 //
+// # Score QUIC evidence
+//
+// Every UDP round (periodic, recovery, urgent or ProbeNow) of a Score leaf
+// (SetScoreLeaves: the nodes some Score group can select, set again by the
+// caller at every reload) also performs a real TLS-in-QUIC handshake with
+// ALPN h3 through the node's packet path toward the first TCP check URL,
+// when that URL is https and the prober is a QUICProber. A missing or
+// non-https URL, a node that is not a Score leaf, or no UDP round (no UDP
+// check server, a node without UDP) means no handshake. The handshake is a
+// probe of its own: it takes a MaxConcurrentProbes token like the DNS
+// query, runs beside it within the same CheckTimeout, and the round is
+// recorded once both ended. Its outcome goes to Options.OnScoreQUIC (when
+// it started, its duration) as Score's DataUdp probe quality, and nowhere
+// else: it is no latency sample, no history entry, no Observer probe, and
+// never touches TCP. A success rescues DataUdp when the DNS query of the
+// same round failed: DnsUdp takes the failure alone, while DataUdp of the
+// handshake's family counts a probe success without a sample (it stays
+// alive, and a dead one revives after RecoverySuccesses such rounds); the
+// skip-death rule then keeps DnsUdp alive too while DataUdp is. When both
+// fail, both UDP domains fail as without the handshake.
+//
 // Per-group check_url states, keyed by (member tag, URL) and recorded under
 // the member tag even when probed through a sub-group's current leaf, are
 // TCP only with one state each: the same threshold, cooldown and

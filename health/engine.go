@@ -53,6 +53,13 @@ type Options struct {
 	// node (observe.go).
 	Observer Observer
 
+	// OnScoreQUIC hears every Score QUIC evidence handshake (quicprobe.go)
+	// of a Score leaf: when it started, its duration when ok. It is Score's
+	// DataUdp probe quality only: the engine records no latency from it.
+	// Called with no engine lock held, on the probe's goroutine; it must be
+	// cheap and must not block.
+	OnScoreQUIC func(id NodeID, started time.Time, rtt time.Duration, ok bool)
+
 	Log *slog.Logger // nil: discarded
 }
 
@@ -83,11 +90,14 @@ type Engine struct {
 	onChange func(NodeID)
 	targets  func() []URLTarget
 	obs      Observer
+	quicURL  string // the first TCP check URL when HTTPS, "" for no QUIC probe
+	onQUIC   func(NodeID, time.Time, time.Duration, bool)
 
 	epoch atomic.Uint64
 	reg   atomic.Pointer[map[NodeID]*node]
 	act   atomic.Pointer[activity]
 	urls  atomic.Pointer[map[urlKey]*urlEntry]
+	score atomic.Pointer[map[NodeID]struct{}] // the Score leaves (SetScoreLeaves)
 
 	ctl   sync.Mutex // serializes Sync, SyncActivity and check_url set writes
 	urlMu sync.Mutex // guards replacing the check_url set; after ctl
@@ -109,6 +119,7 @@ func New(o Options) *Engine {
 		onChange: o.OnChange,
 		targets:  o.URLTargets,
 		obs:      o.Observer,
+		onQUIC:   o.OnScoreQUIC,
 	}
 	if e.clock == nil {
 		e.clock = realClock{}
@@ -118,6 +129,9 @@ func New(o Options) *Engine {
 	}
 	if len(o.TCPCheckURLs) > 0 {
 		e.url = o.TCPCheckURLs[0]
+		if validHTTPS(e.url) {
+			e.quicURL = e.url
+		}
 	}
 	if e.method == "" {
 		e.method = "HEAD"
@@ -142,6 +156,7 @@ func New(o Options) *Engine {
 	e.reg.Store(&map[NodeID]*node{})
 	e.act.Store(&activity{})
 	e.urls.Store(&map[urlKey]*urlEntry{})
+	e.score.Store(&map[NodeID]struct{}{})
 	e.run.init(limit)
 	return e
 }

@@ -68,9 +68,13 @@ func (e *Engine) launch(ctx context.Context, wg *sync.WaitGroup, n *node, p path
 	if !flag.CompareAndSwap(false, true) {
 		return
 	}
+	if p == udpPath {
+		e.submitUDP(ctx, wg, n, false, func() { flag.Store(false) })
+		return
+	}
 	if !e.submit(ctx, wg, func(ctx context.Context) {
 		defer flag.Store(false)
-		e.probePath(ctx, n, p, false)
+		e.probeTCP(ctx, n, false)
 	}) {
 		flag.Store(false)
 	}

@@ -21,31 +21,22 @@ var (
 	}
 )
 
-// probePath measures path p of n once and records the outcome; forced
-// probes (asked for by an operator) count their failures even in the grace.
-func (e *Engine) probePath(ctx context.Context, n *node, p path, forced bool) {
+// probeTCP measures the TCP path of n once and records the outcome;
+// forced probes (asked for by an operator) count their failures even in
+// the grace. The UDP path is a round of its own (submitUDP).
+func (e *Engine) probeTCP(ctx context.Context, n *node, forced bool) {
 	m := n.meta.Load()
 	if m.prober == nil {
 		return
 	}
 	pctx, cancel := e.withTimeout(ctx, e.timeout)
-	var res Result
-	var err error
-	if p == tcpPath {
-		res, err = m.prober.TCP(pctx, e.url, e.method)
-	} else {
-		res, err = m.prober.UDP(pctx, e.dns)
-	}
+	res, err := m.prober.TCP(pctx, e.url, e.method)
 	cancel()
 	if ctx.Err() != nil {
 		return // cancelled: the result says nothing about the node
 	}
-	e.probed(n, p, res, err)
-	if p == tcpPath {
-		e.recordTCP(n, res, err, forced)
-	} else {
-		e.recordUDP(n, res, err, forced)
-	}
+	e.probed(n, tcpPath, res, err)
+	e.recordTCP(n, res, err, forced)
 }
 
 // rtt is a success's round trip, never zero (zero marks a failure).
@@ -85,17 +76,29 @@ func (e *Engine) recordTCP(n *node, res Result, err error, forced bool) {
 	})
 }
 
-// recordUDP applies one UDP probe outcome: a success records the RTT into
-// both UDP domains of its family and counts as a success of each; a
-// failure adds one probe failure to each. TCP is never touched.
-func (e *Engine) recordUDP(n *node, res Result, err error, forced bool) {
+// recordUDP applies one UDP round: a DNS success records the RTT into
+// both UDP domains of its family and counts as a success of each; a DNS
+// failure adds one probe failure to each, except that a Score QUIC
+// handshake that succeeded in the same round (quic, nil when none did)
+// keeps DataUdp of its family from failing and counts as a probe success
+// of it, without a latency sample (its duration is Score's evidence, never
+// the UDP average). TCP is never touched.
+func (e *Engine) recordUDP(n *node, res Result, err error, forced bool, quic *Result) {
 	e.mutate(n, func(now time.Time, ts []transition) []transition {
 		if err != nil {
 			f := familyOf(err)
 			counts := n.counts(now, forced)
 			var dying [3]bool
-			for _, d := range Domains[1:] {
-				dying[d] = n.cells[d][f].probeFail(now, counts)
+			dying[DNSUDP] = n.cells[DNSUDP][f].probeFail(now, counts)
+			if quic != nil {
+				qf := quic.Family & 1
+				if n.cells[DataUDP][qf].probeAlive(now) == revived {
+					ts = append(ts, transition{n: n, d: DataUDP, f: qf, what: revived})
+				}
+				e.log.Debug(fmt.Sprintf("node %s dns_udp/%s probe failed, data_udp/%s answered the QUIC handshake: %v", n.name(), f, qf, err))
+			}
+			if quic == nil || quic.Family&1 != f {
+				dying[DataUDP] = n.cells[DataUDP][f].probeFail(now, counts)
 			}
 			if !counts {
 				e.log.Debug(fmt.Sprintf("node %s udp/%s probe failed within the %v grace (not counted): %v", n.name(), f, Grace, err))

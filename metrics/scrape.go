@@ -66,6 +66,8 @@ var allDescs = []*prometheus.Desc{
 	admissionLimitDesc, admissionInUseDesc, admissionWaitingDesc,
 	dnsQueriesDesc, dnsHitsDesc, dnsFailuresDesc, dnsLatencyDesc, dnsServedDesc, dnsAnswersDesc,
 	warmPooledDesc, warmBoundDesc, warmUpDesc, warmOwnedDesc,
+	scoreReasonsDesc, scoreSwitchesDesc, scoreCandidatesDesc, scoreTrialsDesc,
+	scoreOriginalsDesc, scoreCreditDesc, scorePoolDesc, scoreCellsDesc, scoreComparisonBytesDesc,
 }
 
 // dnsBounds are dns.LatencyBounds in seconds, the histogram's buckets.
@@ -103,6 +105,7 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 	}
 	s.dns(ch, ref.Source)
 	s.warm(ch, ref.Source, k)
+	s.score(ch, ref.Source, k)
 }
 
 // warm emits the warm state of every node in force that keeps something

@@ -42,7 +42,8 @@ func (sv *Supervisor) newEngine(h spec.Health) *health.Engine {
 		OnDeath:        sv.nodeDied,
 		OnChange:       sv.nodeChanged,
 		URLTargets:     sv.urlTargets,
-		Observer:       sv.healthObserver(),
+		Observer:       sv.observer(h.CheckInterval),
+		OnScoreQUIC:    sv.scoreQUIC(h.CheckInterval),
 		Log:            sv.log.With("component", "health"),
 	})
 }
@@ -159,6 +160,7 @@ func (sv *Supervisor) syncHealth(e *health.Engine, st *state) {
 		return sv.prober(deps, err, o, out)
 	})
 	e.Sync(nodes)
+	e.SetScoreLeaves(scoreLeaves(st))
 	if sv.opts.Store == nil {
 		return
 	}

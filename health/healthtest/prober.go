@@ -62,9 +62,9 @@ func (g *Gauge) Leave() { g.cur.Add(-1) }
 func (g *Gauge) Current() int { return int(g.cur.Load()) }
 func (g *Gauge) Peak() int    { return int(g.peak.Load()) }
 
-// Prober is a scripted health.Prober. Each call takes the next queued
-// outcome of its kind, or the kind's default once the queue is empty (a
-// zero Prober succeeds with DefaultRTT over IPv4). While blocked, calls
+// Prober is a scripted health.QUICProber. Each call takes the next queued
+// outcome of its kind (TCP, UDP, QUIC), or the kind's default once the
+// queue is empty (a zero Prober succeeds with DefaultRTT over IPv4). While blocked, calls
 // wait for Unblock or their context (returning its error).
 type Prober struct {
 	// Gauge, when set, counts this prober's calls in flight.
@@ -72,12 +72,15 @@ type Prober struct {
 
 	mu         sync.Mutex
 	tcp, udp   script
+	quic       script
 	gate       chan struct{} // non-nil while blocked
 	tcpCalls   int
 	udpCalls   int
+	quicCalls  int
 	lastURL    string
 	lastMethod string
 	lastServer netx.Addr
+	lastQUIC   string
 }
 
 type script struct {
@@ -98,9 +101,10 @@ func (s *script) next() Outcome {
 }
 
 // SetTCP sets the outcome of TCP calls once the queue is empty; SetUDP
-// that of UDP calls.
-func (p *Prober) SetTCP(o Outcome) { p.mu.Lock(); p.tcp.dflt = &o; p.mu.Unlock() }
-func (p *Prober) SetUDP(o Outcome) { p.mu.Lock(); p.udp.dflt = &o; p.mu.Unlock() }
+// that of UDP calls, SetQUIC that of QUIC calls.
+func (p *Prober) SetTCP(o Outcome)  { p.mu.Lock(); p.tcp.dflt = &o; p.mu.Unlock() }
+func (p *Prober) SetUDP(o Outcome)  { p.mu.Lock(); p.udp.dflt = &o; p.mu.Unlock() }
+func (p *Prober) SetQUIC(o Outcome) { p.mu.Lock(); p.quic.dflt = &o; p.mu.Unlock() }
 
 // QueueTCP appends outcomes for the next TCP calls; QueueUDP for UDP.
 func (p *Prober) QueueTCP(o ...Outcome) {
@@ -111,6 +115,11 @@ func (p *Prober) QueueTCP(o ...Outcome) {
 func (p *Prober) QueueUDP(o ...Outcome) {
 	p.mu.Lock()
 	p.udp.queue = append(p.udp.queue, o...)
+	p.mu.Unlock()
+}
+func (p *Prober) QueueQUIC(o ...Outcome) {
+	p.mu.Lock()
+	p.quic.queue = append(p.quic.queue, o...)
 	p.mu.Unlock()
 }
 
@@ -154,6 +163,13 @@ func (p *Prober) LastUDP() netx.Addr {
 	return p.lastServer
 }
 
+// QUICCalls returns the QUIC calls made so far and the URL of the last.
+func (p *Prober) QUICCalls() (n int, url string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.quicCalls, p.lastQUIC
+}
+
 func (p *Prober) wait(ctx context.Context, gate chan struct{}) error {
 	if gate == nil {
 		return nil
@@ -166,7 +182,16 @@ func (p *Prober) wait(ctx context.Context, gate chan struct{}) error {
 	}
 }
 
-func (p *Prober) measure(ctx context.Context, tcp bool, url, method string, server netx.Addr) (health.Result, error) {
+// kind is what a call measures.
+type kind uint8
+
+const (
+	kindTCP kind = iota
+	kindUDP
+	kindQUIC
+)
+
+func (p *Prober) measure(ctx context.Context, k kind, url, method string, server netx.Addr) (health.Result, error) {
 	if p.Gauge != nil {
 		p.Gauge.Enter()
 		defer p.Gauge.Leave()
@@ -174,14 +199,19 @@ func (p *Prober) measure(ctx context.Context, tcp bool, url, method string, serv
 	p.mu.Lock()
 	gate := p.gate
 	var o Outcome
-	if tcp {
+	switch k {
+	case kindTCP:
 		p.tcpCalls++
 		p.lastURL, p.lastMethod = url, method
 		o = p.tcp.next()
-	} else {
+	case kindUDP:
 		p.udpCalls++
 		p.lastServer = server
 		o = p.udp.next()
+	default:
+		p.quicCalls++
+		p.lastQUIC = url
+		o = p.quic.next()
 	}
 	p.mu.Unlock()
 	if err := p.wait(ctx, gate); err != nil {
@@ -195,12 +225,17 @@ func (p *Prober) measure(ctx context.Context, tcp bool, url, method string, serv
 
 // TCP implements health.Prober.
 func (p *Prober) TCP(ctx context.Context, url, method string) (health.Result, error) {
-	return p.measure(ctx, true, url, method, netx.Addr{})
+	return p.measure(ctx, kindTCP, url, method, netx.Addr{})
 }
 
 // UDP implements health.Prober.
 func (p *Prober) UDP(ctx context.Context, server netx.Addr) (health.Result, error) {
-	return p.measure(ctx, false, "", "", server)
+	return p.measure(ctx, kindUDP, "", "", server)
 }
 
-var _ health.Prober = (*Prober)(nil)
+// QUIC implements health.QUICProber.
+func (p *Prober) QUIC(ctx context.Context, url string) (health.Result, error) {
+	return p.measure(ctx, kindQUIC, url, "", netx.Addr{})
+}
+
+var _ health.QUICProber = (*Prober)(nil)

@@ -3,7 +3,8 @@
 // and UDP states. Every measurement is disposable: it opens a fresh
 // connection or packet link through the node, measures, and closes it
 // before returning. It keeps nothing between calls and starts no goroutine
-// that outlives a call.
+// that outlives a call (quic-go's, under the QUIC probe, end as it closes
+// its connection and transport).
 //
 // # HTTP probe (TCP with a URL)
 //
@@ -103,13 +104,33 @@
 // is closed on return; its closing is also what ends the wait at the
 // budget, since a PacketLink has no deadline.
 //
+// # QUIC probe (the Score QUIC evidence)
+//
+// QUIC takes an https URL and opens the node's packet path toward its host
+// and port (the node resolves a name), then performs a TLS 1.3 handshake in
+// QUIC (quic-go) offering only ALPN h3, with the URL's host as the server
+// name and the certificate verified as the HTTP probe verifies it
+// (Options.RootCAs, else the system roots). The packet link becomes a
+// net.PacketConn to that one peer: a goroutine of the probe reads the link
+// so that reads honour QUIC's deadlines, and ends with it. The RTT runs
+// from the first Initial to the client's handshake completion, so the
+// opening of the packet path is not part of it. Before closing (H3_NO_ERROR)
+// the probe waits for the server's confirmation of the handshake
+// (HANDSHAKE_DONE), so its Finished is never dropped by the close and the
+// server completes its side; a server that does not confirm within the
+// budget still leaves the probe a success, since its handshake answered.
+// A server that picks another protocol, a certificate that does not
+// verify, or a path that carries nothing fail. Nothing is requested: the
+// connection carries no HTTP/3 request.
+//
 // # Budgets
 //
 // Each phase has its own budget (Timeouts): the dial through the node, or
 // the raw connect (Dial, default 10 s, the connect timeout); the target TLS
 // handshake (TLS, 10 s); the HTTP/2 startup (HTTP2Startup, 5 s); each
 // request (Request, 5 s: its write and its heads) and the wait for the DNS
-// answer. A phase ends at its budget or at the probe context's deadline,
+// answer. The QUIC probe opens its packet path within Dial and completes
+// its handshake, and the wait for its confirmation, within TLS. A phase ends at its budget or at the probe context's deadline,
 // whichever is first; every read and write of a phase runs under that
 // deadline, and the context's cancellation wakes it at once. The caller's
 // context is the probe's total bound.
