@@ -25,7 +25,7 @@ import (
 	"switchyard/protocol/socks5"
 	"switchyard/protocol/vless"
 	protovmess "switchyard/protocol/vmess"
-	"switchyard/spec"
+	syspec "switchyard/spec"
 	"switchyard/track"
 )
 
@@ -81,7 +81,7 @@ func socksReply(t *testing.T, status byte) error {
 		c.Write([]byte{5, status, 0, 1, 0, 0, 0, 0, 0, 0})
 		io.Copy(io.Discard, c)
 	})
-	o, err := socks.New(spec.Outbound{Tag: "s", Type: "socks", Server: addr}, deps())
+	o, err := socks.New(syspec.Outbound{Tag: "s", Type: "socks", Server: addr}, deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func socksAuthRejected(t *testing.T) error {
 		c.Write([]byte{1, 1})
 		io.Copy(io.Discard, c)
 	})
-	o, err := socks.New(spec.Outbound{Tag: "s", Type: "socks", Server: addr, Username: "u", Password: "p"}, deps())
+	o, err := socks.New(syspec.Outbound{Tag: "s", Type: "socks", Server: addr, Username: "u", Password: "p"}, deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func httpStatus(t *testing.T, line string) error {
 		c.Write([]byte(line + "\r\n\r\n"))
 		io.Copy(io.Discard, c)
 	})
-	o, err := http.New(spec.Outbound{Tag: "h", Type: "http", Server: addr}, deps())
+	o, err := http.New(syspec.Outbound{Tag: "h", Type: "http", Server: addr}, deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func vmessClosed(t *testing.T, head []byte) error {
 		c.Read(b)
 		c.Write(head)
 	})
-	o, err := vmess.New(spec.Outbound{Tag: "v", Type: "vmess", Server: addr, UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "aes-128-gcm"}, deps())
+	o, err := vmess.New(syspec.Outbound{Tag: "v", Type: "vmess", Server: addr, UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "aes-128-gcm"}, deps())
 	if err != nil {
 		t.Fatal(err)
 	}
