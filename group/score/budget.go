@@ -135,7 +135,19 @@ const (
 	Recovery                      // after a failure streak; never paused
 	Availability                  // available without recent usability
 	Pair                          // paired response evidence with the selection
+	NoQuestion                    // nothing open (a readonly view's answer; never funded)
 )
+
+var questionNames = [...]string{Qualification: "qualification", Recovery: "recovery", Availability: "availability", Pair: "pair", NoQuestion: "none"}
+
+// String is the question's readonly name: recovery, availability, pair,
+// qualification or none.
+func (q Question) String() string {
+	if int(q) < len(questionNames) {
+		return questionNames[q]
+	}
+	return "unknown"
+}
 
 // Trial is what Reserve is asked to fund: a member, its open question and
 // the business target (ignored for Qualification).

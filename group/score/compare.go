@@ -16,6 +16,7 @@ package score
 // never falls back to an unrelated average.
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -310,6 +311,9 @@ type pairResult struct {
 	// partial: matched common targets were skipped (unqualified or over
 	// the cap), so the response gap stays pending.
 	partial bool
+	// resp is the known response's values and expiry, filled only for a
+	// readonly relation (pair's detail argument).
+	resp respDetail
 }
 
 // compare returns the gains of metric m of c over i on their shared live
@@ -319,14 +323,12 @@ func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
 	return out
 }
 
-// comparePairShared is comparePair, also reporting whether the cells
-// share any live block at all.
-func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGain, shared bool) {
-	var si, sc [nCmp]side
-	oldest := int64(0)
+// sharedSides sums both cells' metrics over their shared live blocks at
+// now that start after after.
+func sharedSides(i, c *cmpCell, now int64, probe bool, after int64) (si, sc [nCmp]side, shared bool) {
 	for bi := range i.blocks {
 		b := &i.blocks[bi]
-		if b.start == 0 || !blockLive(b.start, i.width, now, probe) {
+		if b.start == 0 || b.start <= after || !blockLive(b.start, i.width, now, probe) {
 			continue
 		}
 		for bj := range c.blocks {
@@ -334,15 +336,75 @@ func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGa
 				continue
 			}
 			shared = true
-			if oldest == 0 || b.start < oldest {
-				oldest = b.start
-			}
-			for m := range out {
+			for m := range si {
 				si[m].add(&b.m[m])
 				sc[m].add(&c.blocks[bj].m[m])
 			}
 		}
 	}
+	return si, sc, shared
+}
+
+// respDetail is a known response comparison's actual values (ms) and
+// the time it stops being known without new samples.
+type respDetail struct {
+	sel, ch float64
+	expires int64
+}
+
+// responseDetail reads the response metric of the pair (i, c) at now:
+// both sides' means and its expiry — the expiry of the shared block
+// whose loss leaves a side without its four reporters (blocks expire
+// oldest first), and for a probe cohort also the weaker side's latest
+// support bound. ok is false when the response is not known.
+func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool) {
+	si, sc, _ := sharedSides(i, c, now, probe, math.MinInt64)
+	if !si[cmpResponse].known() || !sc[cmpResponse].known() {
+		return d, false
+	}
+	if probe && min(i.latest, c.latest)+int64(max(BlockExpiry, time.Duration(i.width))) <= now {
+		return d, false
+	}
+	d.sel, d.ch = si[cmpResponse].mean(), sc[cmpResponse].mean()
+	// The shared live starts, ascending.
+	var starts [Blocks]int64
+	n := 0
+	for bi := range i.blocks {
+		st := i.blocks[bi].start
+		if st == 0 || !blockLive(st, i.width, now, probe) {
+			continue
+		}
+		for bj := range c.blocks {
+			if c.blocks[bj].start == st {
+				starts[n] = st
+				n++
+				break
+			}
+		}
+	}
+	slices.Sort(starts[:n])
+	life := int64(BlockExpiry)
+	if probe {
+		life = Blocks * i.width
+	}
+	d.expires = starts[n-1] + life
+	for _, st := range starts[:n] {
+		a, b, _ := sharedSides(i, c, now, probe, st)
+		if !a[cmpResponse].known() || !b[cmpResponse].known() {
+			d.expires = st + life
+			break
+		}
+	}
+	if probe {
+		d.expires = min(d.expires, min(i.latest, c.latest)+int64(max(BlockExpiry, time.Duration(i.width))))
+	}
+	return d, true
+}
+
+// comparePairShared is comparePair, also reporting whether the cells
+// share any live block at all.
+func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGain, shared bool) {
+	si, sc, shared := sharedSides(i, c, now, probe, math.MinInt64)
 	if probe {
 		// The weaker side's latest support bounds the cohort too.
 		w := time.Duration(i.width)
@@ -383,7 +445,10 @@ func blockLive(start, width, now int64, probe bool) bool {
 // otherwise at most MaxCommonTargets response-qualified common targets
 // in canonical order, weighted equally; otherwise the same current
 // configured-probe cohort (response only: a probe proves no goodput).
-func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now int64) pairResult {
+//
+// With detail, a known response also carries its actual values and its
+// expiry (pairResult.resp): what a readonly relation reports.
+func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now int64, detail bool) pairResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var res pairResult
@@ -394,7 +459,11 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		if ci, cc := s.cells[ki], s.cells[kc]; ci != nil && cc != nil {
 			g := comparePair(ci, cc, now, false)
 			if g[cmpResponse].known {
-				return pairResult{basis: basisExact, m: g}
+				res := pairResult{basis: basisExact, m: g}
+				if detail {
+					res.resp, _ = responseDetail(ci, cc, now, false)
+				}
+				return res
 			}
 		}
 	}
@@ -403,6 +472,8 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 	var picked [MaxCommonTargets]struct {
 		text string
 		g    [nCmp]metricGain
+		ci   *cmpCell
+		cc   *cmpCell
 	}
 	np := 0
 	for _, ci := range s.nodes[cmpNode{group, i, net, uint8(fam)}] {
@@ -438,10 +509,24 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		}
 		copy(picked[pos+1:np+1], picked[pos:np])
 		picked[pos].text, picked[pos].g = text, g
+		picked[pos].ci, picked[pos].cc = ci, cc
 		np++
 	}
 	if np > 0 {
 		res.basis = basisCommon
+		if detail {
+			// The chosen targets weigh equally: each side's value is the
+			// mean of its per-target means; the relation expires with the
+			// first of them.
+			for j, p := range picked[:np] {
+				d, _ := responseDetail(p.ci, p.cc, now, false)
+				res.resp.sel += d.sel / float64(np)
+				res.resp.ch += d.ch / float64(np)
+				if j == 0 || d.expires < res.resp.expires {
+					res.resp.expires = d.expires
+				}
+			}
+		}
 		for m := range res.m {
 			var sum float64
 			var n int
@@ -471,7 +556,11 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		}
 		g := comparePair(pi, pc, now, true)
 		if g[cmpResponse].known {
-			return pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial}
+			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial}
+			if detail {
+				pr.resp, _ = responseDetail(pi, pc, now, true)
+			}
+			return pr
 		}
 	}
 	return res

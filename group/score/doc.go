@@ -23,6 +23,7 @@
 //	f.Settle(at) | f.Fail(at, failure) | f.Cancel(at)
 //	e.Probe(network, node, started, rtt, ok, interval); e.NodeDown(node, at)
 //	e.Stats()                         // /switchyard/v1/stats/score and the metrics
+//	e.Explain(at, q)                  // the readonly conditional-verification summary (explain.go)
 //
 // Configure publishes one immutable configuration (an atomic pointer:
 // ranks never wait for it) and reloads the Scorer, the pools and the

@@ -53,7 +53,8 @@ type netCounters struct {
 	ordinarySwitch, switchFlap                atomic.Int64
 	deadFiltered, failStreakExcluded          atomic.Int64
 	exploreBackedOff, budgetBlocked, inFlight atomic.Int64
-	trialElapsed, trialSetup                  atomic.Int64 // ns of observed trial work
+	trialElapsed, trialSetup                  atomic.Int64  // ns of observed trial work
+	last                                      atomic.Uint32 // the latest final reason counted
 	winnersMu                                 sync.Mutex
 	winners                                   [4]health.NodeID // the four recent Apply winners, newest first
 	nWinners                                  int

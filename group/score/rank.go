@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"switchyard/health"
+	"switchyard/netx"
 )
 
 // rankScratch is one rank's working rows, pooled across ranks.
@@ -22,6 +23,15 @@ type rankScratch struct {
 	tgt       target // the rank's normalized target
 	incumbent int    // decide's incumbent row, or -1
 	now       int64  // the rank's time
+
+	// selectOrdinary's results.
+	hasTarget    bool
+	fam          netx.Family
+	k            exactKey
+	p            *Pool
+	dead, streak int64 // deadFiltered and failStreakExcluded affected candidates
+	multi        bool  // at least two distinct slot keys
+	d            decision
 }
 
 func (sc *rankScratch) grow(n int) {
@@ -101,16 +111,93 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	if g == nil || terr != nil {
 		return e.unscored(r)
 	}
-	t := at.UnixNano()
 	sc := e.scratch.Get().(*rankScratch)
 	defer e.scratch.Put(sc)
+	e.selectOrdinary(at, r, sc, tgt, hasTarget)
+	d, p, fam := sc.d, sc.p, sc.fam
+	sc.p = nil // the pooled scratch keeps no pool alive
+	sel := d.sel
+	authorized := !r.Peek && !r.Retry
+	if sel < 0 {
+		return Decision{Index: -1}
+	}
+	if r.Peek {
+		return Decision{Index: sel}
+	}
+	nc := &g.c.nets[netIndex(r.Network)]
+	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
+	counted := authorized && sc.multi && !r.LastResort
+	reason := NoReason
+	choice, trial := sel, false
+	var res Reservation
+	var chTrained bool
+	if authorized {
+		e.budget.Earn(bk)
+		p.Demand(at)
+		nc.applied(r.Cands[sel].Node)
+		if counted && hasTarget && !d.escape {
+			res, choice, chTrained, trial = e.walk(sc, r, g, bk, sel, hasTarget, nc)
+		}
+		if counted {
+			reason = d.reason
+			if trial {
+				reason = PeriodicExplore
+				if !chTrained {
+					reason = ColdExplore
+				}
+			}
+			nc.reasons[reason].Add(1)
+			nc.last.Store(uint32(reason))
+			nc.deadFiltered.Add(sc.dead)
+			nc.failStreakExcluded.Add(sc.streak)
+			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node); sw {
+				nc.ordinarySwitch.Add(1)
+				if flap {
+					nc.switchFlap.Add(1)
+				}
+			}
+		}
+	}
+	if trial {
+		r.Cands[sel].Winner = false
+		r.Cands[choice].Winner = true
+	}
+	a := &Attempt{e: e}
+	a.g = g
+	a.scope = Scope{Group: r.Group, Network: r.Network, Family: fam, Target: r.Target, Node: r.Cands[choice].Node}
+	a.bk = bk
+	a.trial, a.res = trial, res
+	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
+	if a.planErr == ErrNotInPool {
+		a.planErr = nil // served outside the pool: no pool obligation
+		a.noPlan = true
+	}
+	return Decision{Index: choice, Reason: reason, Attempt: a}
+}
+
+// selectOrdinary is a rank's evaluation up to the ordinary selection:
+// the evaluated rows' views and utilities, the ordinary decision
+// (sc.d) and, for an authorized rank, the Apply; a Peek's projection.
+// Rank and Explain share it. A readonly request creates no pool.
+func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt target, hasTarget bool) {
+	n := len(r.Cands)
+	t := at.UnixNano()
 	sc.grow(n)
-	sc.tgt, sc.now = tgt, t
+	sc.tgt, sc.now, sc.hasTarget = tgt, t, hasTarget
 
 	fam := familyOf(r.Target, r.Family)
 	k := exactKey{group: r.Group, net: r.Network, fam: fam, tgt: tgt}
+	sc.fam, sc.k = fam, k
 	authorized := !r.Peek && !r.Retry
-	p := e.pools.Get(r.Group, r.Network)
+	var p *Pool
+	if r.Peek {
+		if p = e.pools.peek(r.Group, r.Network); p == nil {
+			p = NewPool(e.clock, r.Group, r.Network) // readonly: a projection only
+		}
+	} else {
+		p = e.pools.Get(r.Group, r.Network)
+	}
+	sc.p = p
 	init := p.mark(r.Cands, sc.in)
 	// Only the serving pool's members are evaluated, unless the Apply
 	// will rank every candidate (bootstrap, rerank, replacement, …).
@@ -152,6 +239,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			streak++
 		}
 	}
+	sc.dead, sc.streak, sc.multi = dead, streak, multi
 	sc.utilities(r.Cands, sc.in, sc.need)
 
 	if init && !sc.anyMember(r) {
@@ -206,61 +294,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			}
 		}
 	}
-	if sel < 0 {
-		return Decision{Index: -1}
-	}
-	if r.Peek {
-		return Decision{Index: sel}
-	}
-
-	nc := &g.c.nets[netIndex(r.Network)]
-	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
-	counted := authorized && multi && !r.LastResort
-	reason := NoReason
-	choice, trial := sel, false
-	var res Reservation
-	var chTrained bool
-	if authorized {
-		e.budget.Earn(bk)
-		p.Demand(at)
-		nc.applied(r.Cands[sel].Node)
-		if counted && hasTarget && !d.escape {
-			res, choice, chTrained, trial = e.walk(sc, r, g, bk, sel, hasTarget, nc)
-		}
-		if counted {
-			reason = d.reason
-			if trial {
-				reason = PeriodicExplore
-				if !chTrained {
-					reason = ColdExplore
-				}
-			}
-			nc.reasons[reason].Add(1)
-			nc.deadFiltered.Add(dead)
-			nc.failStreakExcluded.Add(streak)
-			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node); sw {
-				nc.ordinarySwitch.Add(1)
-				if flap {
-					nc.switchFlap.Add(1)
-				}
-			}
-		}
-	}
-	if trial {
-		r.Cands[sel].Winner = false
-		r.Cands[choice].Winner = true
-	}
-	a := &Attempt{e: e}
-	a.g = g
-	a.scope = Scope{Group: r.Group, Network: r.Network, Family: fam, Target: r.Target, Node: r.Cands[choice].Node}
-	a.bk = bk
-	a.trial, a.res = trial, res
-	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
-	if a.planErr == ErrNotInPool {
-		a.planErr = nil // served outside the pool: no pool obligation
-		a.noPlan = true
-	}
-	return Decision{Index: choice, Reason: reason, Attempt: a}
+	sc.d = d
 }
 
 // firstMember reports whether row i is the first pool-member row of its
@@ -371,7 +405,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now)
+		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
@@ -423,42 +457,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 // their open questions, in the budget's dispatch order.
 func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
 	vs := &sc.views[sel]
-	incumbentSel := sc.incumbent == sel
-	for c := range r.Cands {
-		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
-			continue
-		}
-		v := &sc.views[c]
-		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
-		var q Question
-		switch {
-		case hard:
-			q = Recovery
-		case !qualifiedIn(v, targeted):
-			q = Qualification
-		case !v.Exact.Usable:
-			q = Availability
-		default:
-			pr := sc.pairs[c]
-			if !sc.paired[c] || !incumbentSel {
-				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
-			}
-			if pr.m[cmpResponse].known && !pr.partial {
-				continue // nothing open
-			}
-			q = Pair
-		}
-		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
-			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
-		if q == Qualification {
-			ch.Progress = int(v.Exact.Successes)
-		}
-		if u := g.unfinished[ch.Node]; u != nil {
-			ch.Unfinished = int(u[netIndex(r.Network)].Load())
-		}
-		ch.ProbeRank = probeRank(sc, c)
-		sc.ch = append(sc.ch, ch)
-	}
+	e.challengers(sc, r, g, bk, sel, targeted, false)
 	if len(sc.ch) == 0 {
 		return Reservation{}, sel, false, false
 	}
@@ -471,6 +470,64 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 	}
 	ch := sc.ch[wr.Admitted]
 	return wr.Reservation, ch.idx, ch.Trained, true
+}
+
+// challengers is the evaluator of missing evidence: it fills sc.ch with
+// the evaluated challengers of selection sel (the other healthy pool
+// members, one per slot, none on the selection's node) and their open
+// questions — recovery, qualification, availability, a pair — in
+// candidate order; with all also those with nothing open (NoQuestion).
+// The rank's dispatch walk and Explain both read it.
+func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted, all bool) {
+	incumbentSel := sc.incumbent == sel
+	sc.ch = sc.ch[:0]
+	for c := range r.Cands {
+		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
+			continue
+		}
+		v := &sc.views[c]
+		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
+		var q Question
+		switch {
+		case hard:
+			q = Recovery
+		case !qualifiedIn(v, targeted):
+			q = Qualification
+		case !usableIn(v, targeted):
+			q = Availability
+		default:
+			pr := sc.pairs[c]
+			if !sc.paired[c] || !incumbentSel {
+				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, false)
+			}
+			q = Pair
+			if pr.m[cmpResponse].known && !pr.partial {
+				if !all {
+					continue // nothing open
+				}
+				q = NoQuestion
+			}
+		}
+		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
+			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
+		if q == Qualification {
+			ch.Progress = int(v.Exact.Successes)
+		}
+		if u := g.unfinished[ch.Node]; u != nil {
+			ch.Unfinished = int(u[netIndex(r.Network)].Load())
+		}
+		ch.ProbeRank = probeRank(sc, c)
+		sc.ch = append(sc.ch, ch)
+	}
+}
+
+// usableIn reports a row's recent usability in the rank's own scope: the
+// exact cell for a targeted rank, the family aggregate otherwise.
+func usableIn(v *rankView, targeted bool) bool {
+	if targeted {
+		return v.Exact.Usable
+	}
+	return v.Family.Usable
 }
 
 // probeRank is row c's configured-probe order among the evaluated
