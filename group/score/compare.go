@@ -316,10 +316,13 @@ type pairResult struct {
 	resp respDetail
 }
 
+// noCut reads every shared live block: no freshness cut.
+const noCut = math.MinInt64
+
 // compare returns the gains of metric m of c over i on their shared live
-// blocks at now.
-func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
-	out, _ := comparePairShared(i, c, now, probe)
+// blocks at now that start after after.
+func comparePair(i, c *cmpCell, now int64, probe bool, after int64) [nCmp]metricGain {
+	out, _ := comparePairShared(i, c, now, probe, after)
 	return out
 }
 
@@ -358,7 +361,7 @@ type respDetail struct {
 // oldest first), and for a probe cohort also the weaker side's latest
 // support bound. ok is false when the response is not known.
 func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool) {
-	si, sc, _ := sharedSides(i, c, now, probe, math.MinInt64)
+	si, sc, _ := sharedSides(i, c, now, probe, noCut)
 	if !si[cmpResponse].known() || !sc[cmpResponse].known() {
 		return d, false
 	}
@@ -403,8 +406,8 @@ func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool
 
 // comparePairShared is comparePair, also reporting whether the cells
 // share any live block at all.
-func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGain, shared bool) {
-	si, sc, shared := sharedSides(i, c, now, probe, math.MinInt64)
+func comparePairShared(i, c *cmpCell, now int64, probe bool, after int64) (out [nCmp]metricGain, shared bool) {
+	si, sc, shared := sharedSides(i, c, now, probe, after)
 	if probe {
 		// The weaker side's latest support bounds the cohort too.
 		w := time.Duration(i.width)
@@ -446,9 +449,11 @@ func blockLive(start, width, now int64, probe bool) bool {
 // in canonical order, weighted equally; otherwise the same current
 // configured-probe cohort (response only: a probe proves no goodput).
 //
-// With detail, a known response also carries its actual values and its
-// expiry (pairResult.resp): what a readonly relation reports.
-func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now int64, detail bool) pairResult {
+// Only blocks starting after after count (noCut: every live block): a
+// question's freshness cut. With detail, a known response also carries
+// its actual values and its expiry (pairResult.resp): what a readonly
+// relation reports.
+func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now, after int64, detail bool) pairResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var res pairResult
@@ -457,7 +462,7 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		kc := ki
 		kc.node = c
 		if ci, cc := s.cells[ki], s.cells[kc]; ci != nil && cc != nil {
-			g := comparePair(ci, cc, now, false)
+			g := comparePair(ci, cc, now, false, after)
 			if g[cmpResponse].known {
 				res := pairResult{basis: basisExact, m: g}
 				if detail {
@@ -486,7 +491,7 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		if cc == nil {
 			continue
 		}
-		g, shared := comparePairShared(ci, cc, now, false)
+		g, shared := comparePairShared(ci, cc, now, false, after)
 		if !g[cmpResponse].known {
 			// Unqualified matched targets leave the comparison partial;
 			// those without common live blocks are outside the cohort.
@@ -554,7 +559,7 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		if pc == nil {
 			continue
 		}
-		g := comparePair(pi, pc, now, true)
+		g := comparePair(pi, pc, now, true, after)
 		if g[cmpResponse].known {
 			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial}
 			if detail {

@@ -22,6 +22,7 @@
 //	f.Setup(at); f.Progress(at, tx, rx); f.Response(at)
 //	f.Settle(at) | f.Fail(at, failure) | f.Cancel(at)
 //	e.Probe(network, node, started, rtt, ok, interval); e.NodeDown(node, at)
+//	e.Pressure(node, network, hint.At)  // a carrier-pressure hint: reopens freshness only
 //	e.Stats()                         // /switchyard/v1/stats/score and the metrics
 //	e.Explain(at, q)                  // the readonly conditional-verification summary (explain.go)
 //
@@ -148,8 +149,12 @@
 // different leaf offers the other healthy members to the budget's Walk
 // with their open question: recovery (in hard failure), qualification
 // (not qualified in the scope), availability (qualified, not usable), a
-// pair (no fresh, non-partial paired response with the selection), or
-// none (not offered). Trained means at least one decayed completion;
+// pair (no fresh, non-partial paired business response of the scope
+// with the selection: the exact target's own pair — common targets for
+// an aggregate read; configured probes never settle it — from blocks
+// newer than the freshness cut of the selection's response degradation
+// and both nodes' carrier-pressure hints, pressure.go), or none (not
+// offered). Trained means at least one decayed completion;
 // completions are the decayed support; unfinished work is the member's
 // begun, unsettled non-trial flows on the network. A funded challenger
 // becomes the decision, its Attempt carrying the Reservation; the

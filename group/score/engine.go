@@ -111,6 +111,7 @@ type Engine struct {
 //	func (e *Engine) Rank(at time.Time, r *Request) Decision
 //	func (e *Engine) Probe(network netx.Network, node health.NodeID, started time.Time, rtt time.Duration, ok bool, interval time.Duration)
 //	func (e *Engine) NodeDown(node health.NodeID, at time.Time)
+//	func (e *Engine) Pressure(node health.NodeID, network netx.Network, at time.Time)
 //	func (e *Engine) NewEpisode() EpisodeID
 //	func (e *Engine) Stats() Stats
 //	func (e *Engine) Explain(at time.Time, q ExplainQuery) (Explanation, bool)

@@ -32,7 +32,7 @@ func (e *Engine) FlowOn(sc Scope, at time.Time) *Flow {
 // response, up and down gains with whether each is known.
 func (e *Engine) PairBasis(sc Scope, i, c Scope) (basis int, gains [3]float64, known [3]bool) {
 	tgt, has, _ := normalizeTarget(sc.Target)
-	pr := e.cmp.pair(sc.Group, sc.Network, familyOf(sc.Target, sc.Family), i.Node, c.Node, tgt, has, e.clock.Now().UnixNano(), false)
+	pr := e.cmp.pair(sc.Group, sc.Network, familyOf(sc.Target, sc.Family), i.Node, c.Node, tgt, has, e.clock.Now().UnixNano(), noCut, false)
 	for m := range pr.m {
 		gains[m], known[m] = pr.m[m].gain, pr.m[m].known
 	}
@@ -118,4 +118,18 @@ func (e *Engine) State() string {
 func BlockStart(at time.Time) time.Time {
 	t := at.UnixNano()
 	return time.Unix(0, t-t%int64(BlockWidth)).UTC()
+}
+
+// HintCut reports node's active carrier-pressure cut on network in group
+// at at.
+func (e *Engine) HintCut(group GroupID, node health.NodeID, network netx.Network, at time.Time) (time.Time, bool) {
+	g := e.cfg.Load().groups[group]
+	if g == nil {
+		return time.Time{}, false
+	}
+	c := g.hintCut(node, netIndex(network), at.UnixNano())
+	if c == noCut {
+		return time.Time{}, false
+	}
+	return time.Unix(0, c).UTC(), true
 }

@@ -258,7 +258,7 @@ func (e *Engine) Explain(at time.Time, q ExplainQuery) (Explanation, bool) {
 		if !slices.ContainsFunc(sc.ch, func(ch Challenger) bool { return ch.idx == c }) {
 			continue
 		}
-		pr := e.cmp.pair(q.Group, q.Network, fam, selNode, r.Cands[c].Node, tgt, hasTarget, sc.now, true)
+		pr := e.cmp.pair(q.Group, q.Network, fam, selNode, r.Cands[c].Node, tgt, hasTarget, sc.now, noCut, true)
 		if !pr.m[cmpResponse].known {
 			continue
 		}

@@ -405,7 +405,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now, false)
+		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now, noCut, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
@@ -481,6 +481,14 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted, all bool) {
 	incumbentSel := sc.incumbent == sel
 	sc.ch = sc.ch[:0]
+	// The freshness cut of the selection's pairs: its latest response
+	// degradation on the exact target (a targeted read only) and its
+	// runtime's fresh carrier-pressure hint.
+	ni := netIndex(r.Network)
+	selCut := g.hintCut(r.Cands[sel].Node, ni, sc.now)
+	if targeted && sc.views[sel].degraded != 0 {
+		selCut = max(selCut, sc.views[sel].degraded)
+	}
 	for c := range r.Cands {
 		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
 			continue
@@ -496,12 +504,16 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		case !usableIn(v, targeted):
 			q = Availability
 		default:
+			cut := max(selCut, g.hintCut(r.Cands[c].Node, ni, sc.now))
 			pr := sc.pairs[c]
-			if !sc.paired[c] || !incumbentSel {
-				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, false)
+			if !sc.paired[c] || !incumbentSel || cut != noCut {
+				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, cut, false)
 			}
 			q = Pair
-			if pr.m[cmpResponse].known && !pr.partial {
+			// Only business evidence of this scope settles a pair: the
+			// exact target's own pair, or common targets for an aggregate
+			// read; configured probes never do.
+			if pr.m[cmpResponse].known && !pr.partial && pr.basis == scopeBasis(targeted) {
 				if !all {
 					continue // nothing open
 				}
@@ -513,12 +525,21 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		if q == Qualification {
 			ch.Progress = int(v.Exact.Successes)
 		}
-		if u := g.unfinished[ch.Node]; u != nil {
-			ch.Unfinished = int(u[netIndex(r.Network)].Load())
+		if u := g.leaves[ch.Node]; u != nil {
+			ch.Unfinished = int(u.unfinished[netIndex(r.Network)].Load())
 		}
 		ch.ProbeRank = probeRank(sc, c)
 		sc.ch = append(sc.ch, ch)
 	}
+}
+
+// scopeBasis is the pair basis that settles a pair question of a
+// targeted (the exact target) or an aggregate (common targets) read.
+func scopeBasis(targeted bool) pairBasis {
+	if targeted {
+		return basisExact
+	}
+	return basisCommon
 }
 
 // usableIn reports a row's recent usability in the rank's own scope: the

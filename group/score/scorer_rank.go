@@ -14,6 +14,9 @@ type perfRead struct {
 type rankView struct {
 	View
 	perf [nMetrics]perfRead
+	// degraded is the exact cell's latest response degradation (unix ns,
+	// 0: none): the freshness cut of the node's pairs on the target.
+	degraded int64
 }
 
 // rankViews reads every needed candidate's evidence for key k (its node
@@ -45,6 +48,10 @@ func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, need [
 		}
 		rv := &out[i]
 		rv.View = newView(g, f, e, now)
+		rv.degraded = 0
+		if e != nil {
+			rv.degraded = e.degraded
+		}
 		node := f
 		if node == nil {
 			node = g
