@@ -33,7 +33,9 @@ type Challenger struct {
 	// Wait is Preview's answer for the member (see Preview).
 	Wait error
 
-	// Filled by Walk.
+	// Filled by Walk, unless known: the Engine's configuration already
+	// holds the member's incarnation (the budget's, from one Configure).
+	known   bool
 	member  bool   // configured
 	inc     uint64 // its incarnation
 	open    int    // its unanswered trials
@@ -109,7 +111,9 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Challenger) WalkResult
 func (b *Budget) order(w *wallet, k BudgetKey, cands []Challenger) {
 	for i := range cands {
 		c := &cands[i]
-		c.inc, c.member = b.members[member{k.Group, c.Node}]
+		if !c.known {
+			c.inc, c.member = b.members[member{k.Group, c.Node}]
+		}
 		m := w.member(c.Node, c.inc)
 		c.open, c.recency = m.open, m.lastBegun
 	}

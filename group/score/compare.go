@@ -454,14 +454,50 @@ func blockLive(start, width, now int64, probe bool) bool {
 // its actual values and its expiry (pairResult.resp): what a readonly
 // relation reports.
 func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now, after int64, detail bool) pairResult {
+	ref := s.lockRef(group, net, fam, i, tgt, hasTarget, now)
+	defer ref.unlock()
+	return ref.pair(c, after, detail)
+}
+
+// pairRef is a batch of pair reads against one incumbent under one lock
+// of the store: the incumbent's cells are looked up once.
+type pairRef struct {
+	s         *compareStore
+	group     GroupID
+	net       netx.Network
+	fam       netx.Family
+	hasTarget bool
+	now       int64
+	exact     *cmpCell   // the incumbent's exact cell, or nil
+	common    []*cmpCell // the incumbent's cells of the family
+	probes    []*cmpCell // the incumbent's probe cohorts
+}
+
+// lockRef locks the store and returns the batch of incumbent i's pairs;
+// the caller calls unlock.
+func (s *compareStore) lockRef(group GroupID, net netx.Network, fam netx.Family, i health.NodeID, tgt target, hasTarget bool, now int64) pairRef {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var res pairResult
+	r := pairRef{s: s, group: group, net: net, fam: fam, hasTarget: hasTarget, now: now}
 	if hasTarget {
-		ki := cmpKey{group: group, node: i, net: net, fam: uint8(fam), tgt: tgt}
-		kc := ki
+		r.exact = s.cells[cmpKey{group: group, node: i, net: net, fam: uint8(fam), tgt: tgt}]
+	}
+	r.common = s.nodes[cmpNode{group, i, net, uint8(fam)}]
+	r.probes = s.nodes[cmpNode{group, i, net, noFamily}]
+	return r
+}
+
+func (r *pairRef) unlock() { r.s.mu.Unlock() }
+
+// pair is compareStore.pair of challenger c under the batch's lock.
+func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
+	s, now := r.s, r.now
+	var res pairResult
+	var exactC *cmpCell // the challenger's cell of the exact target, looked up once
+	if r.exact != nil {
+		kc := r.exact.key
 		kc.node = c
-		if ci, cc := s.cells[ki], s.cells[kc]; ci != nil && cc != nil {
+		exactC = s.cells[kc]
+		if ci, cc := r.exact, exactC; cc != nil {
 			g := comparePair(ci, cc, now, false, after)
 			if g[cmpResponse].known {
 				res := pairResult{basis: basisExact, m: g}
@@ -481,13 +517,18 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		cc   *cmpCell
 	}
 	np := 0
-	for _, ci := range s.nodes[cmpNode{group, i, net, uint8(fam)}] {
+	for _, ci := range r.common {
 		if ci.key.cadence != 0 {
 			continue
 		}
-		kc := ci.key
-		kc.node = c
-		cc := s.cells[kc]
+		var cc *cmpCell
+		if ci == r.exact {
+			cc = exactC
+		} else {
+			kc := ci.key
+			kc.node = c
+			cc = s.cells[kc]
+		}
 		if cc == nil {
 			continue
 		}
@@ -549,7 +590,7 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		return res
 	}
 	// The configured-probe cohort of the same cadence.
-	for _, pi := range s.nodes[cmpNode{group, i, net, noFamily}] {
+	for _, pi := range r.probes {
 		if pi.key.cadence == 0 {
 			continue
 		}

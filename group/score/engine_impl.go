@@ -41,6 +41,9 @@ type groupState struct {
 	// its latest carrier-pressure hint.
 	leaves map[health.NodeID]*leafState
 	c      *groupCounters
+	// hinted is the latest hint time of any leaf per network: a rank
+	// skips the per-member hint reads while it is not fresh.
+	hinted [2]atomic.Int64
 }
 
 // leafState is one leaf's per-network state in one group at one
@@ -52,6 +55,9 @@ type leafState struct {
 	// hint is the event time (unix ns) of the latest carrier-pressure
 	// hint admitted for the leaf's runtime; 0: none.
 	hint [2]atomic.Int64
+	// inc is the leaf's incarnation at this configuration (the budget's
+	// member record, committed by the same Configure).
+	inc uint64
 }
 
 // groupCounters are a group's counters, kept across reloads.
@@ -141,7 +147,7 @@ func (e *Engine) Configure(at time.Time, groups []GroupSpec) {
 			if _, dup := gs.leaves[l.Node]; dup {
 				continue
 			}
-			gs.leaves[l.Node] = new(leafState)
+			gs.leaves[l.Node] = &leafState{inc: l.Incarnation}
 			members = append(members, Member{Group: g.ID, Node: l.Node, Incarnation: l.Incarnation})
 			cfg.byNode[l.Node] = append(cfg.byNode[l.Node], g.ID)
 		}

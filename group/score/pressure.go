@@ -30,6 +30,7 @@ package score
 //     never refresh one.
 
 import (
+	"sync/atomic"
 	"time"
 
 	"switchyard/health"
@@ -69,19 +70,39 @@ func (e *Engine) Pressure(node health.NodeID, network netx.Network, at time.Time
 		if ls == nil {
 			continue
 		}
-		for {
-			old := ls.hint[ni].Load()
-			if old >= t || ls.hint[ni].CompareAndSwap(old, t) {
-				break
-			}
+		storeMax(&ls.hint[ni], t)
+		storeMax(&g.hinted[ni], t)
+	}
+}
+
+// storeMax raises a to t.
+func storeMax(a *atomic.Int64, t int64) {
+	for {
+		old := a.Load()
+		if old >= t || a.CompareAndSwap(old, t) {
+			return
 		}
 	}
+}
+
+// hintsFresh reports whether any leaf of g may hold a fresh hint on
+// network ni at now.
+func (g *groupState) hintsFresh(ni int, now int64) bool {
+	h := g.hinted[ni].Load()
+	return h != 0 && now-h < int64(HintLifetime)
 }
 
 // hintCut is node's freshness cut on network ni at now: its latest hint
 // while fresh, else noCut.
 func (g *groupState) hintCut(node health.NodeID, ni int, now int64) int64 {
-	ls := g.leaves[node]
+	if !g.hintsFresh(ni, now) {
+		return noCut
+	}
+	return g.leaves[node].cut(ni, now)
+}
+
+// cut is the leaf's freshness cut on network ni at now (ls may be nil).
+func (ls *leafState) cut(ni int, now int64) int64 {
 	if ls == nil {
 		return noCut
 	}

@@ -1,6 +1,7 @@
 package score
 
 import (
+	"slices"
 	"time"
 
 	"switchyard/health"
@@ -24,6 +25,15 @@ type rankScratch struct {
 	incumbent int    // decide's incumbent row, or -1
 	now       int64  // the rank's time
 
+	// normalize's memo.
+	memoAddr netx.Addr
+	memoTgt  target
+	memoHas  bool
+	memoOK   bool
+
+	probes []int64 // probeRank's valid probe RTTs of the evaluated rows, sorted
+	rows   []int   // the evaluated rows (need), ascending
+
 	// selectOrdinary's results.
 	hasTarget    bool
 	fam          netx.Family
@@ -32,6 +42,19 @@ type rankScratch struct {
 	dead, streak int64 // deadFiltered and failStreakExcluded affected candidates
 	multi        bool  // at least two distinct slot keys
 	d            decision
+}
+
+// normalize is normalizeTarget, remembering the scratch's latest target:
+// consecutive flows to one destination normalize it once.
+func (sc *rankScratch) normalize(a netx.Addr) (target, bool, error) {
+	if sc.memoOK && a == sc.memoAddr {
+		return sc.memoTgt, sc.memoHas, nil
+	}
+	t, ok, err := normalizeTarget(a)
+	if err == nil {
+		sc.memoAddr, sc.memoTgt, sc.memoHas, sc.memoOK = a, t, ok, true
+	}
+	return t, ok, err
 }
 
 func (sc *rankScratch) grow(n int) {
@@ -70,7 +93,7 @@ func (sc *rankScratch) anyMember(r *Request) bool {
 // best is the highest-utility row among those with ok[i] and in[i].
 func (sc *rankScratch) best(ok []bool, skip int) int {
 	w := -1
-	for i := range ok {
+	for _, i := range sc.rows { // ok is false outside the evaluated rows
 		if i == skip || !ok[i] || !sc.in[i] {
 			continue
 		}
@@ -107,12 +130,15 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	}
 	cfg := e.cfg.Load()
 	g := cfg.groups[r.Group]
-	tgt, hasTarget, terr := normalizeTarget(r.Target)
-	if g == nil || terr != nil {
+	if g == nil {
 		return e.unscored(r)
 	}
 	sc := e.scratch.Get().(*rankScratch)
 	defer e.scratch.Put(sc)
+	tgt, hasTarget, terr := sc.normalize(r.Target)
+	if terr != nil {
+		return e.unscored(r)
+	}
 	e.selectOrdinary(at, r, sc, tgt, hasTarget)
 	d, p, fam := sc.d, sc.p, sc.fam
 	sc.p = nil // the pooled scratch keeps no pool alive
@@ -206,6 +232,7 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 		due, rot, hasRot = p.due(at, r.Cands)
 	}
 	all := !init || due || r.Preflight || !sc.anyMember(r)
+	sc.rows = sc.rows[:0]
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -213,8 +240,11 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 			sc.in[i] = true
 		}
 		sc.need[i] = all || sc.in[i]
+		if sc.need[i] {
+			sc.rows = append(sc.rows, i)
+		}
 	}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.need, sc.views, t)
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t)
 	var excl health.NodeID
 	hasExcl := r.Exclude != excl
 	var dead, streak int64
@@ -227,10 +257,11 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 		if !c.Eligible {
 			dead++
 		}
-		if !sc.need[i] {
-			sc.health[i], sc.clean[i] = false, false
-			continue
-		}
+	}
+	clear(sc.health)
+	clear(sc.clean)
+	for _, i := range sc.rows {
+		c := &r.Cands[i]
 		v := &sc.views[i]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		sc.health[i] = c.Eligible && !(hasExcl && c.Node == r.Exclude)
@@ -240,7 +271,7 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 		}
 	}
 	sc.dead, sc.streak, sc.multi = dead, streak, multi
-	sc.utilities(r.Cands, sc.in, sc.need)
+	sc.utilities(r.Cands, sc.in, sc.need, sc.rows)
 
 	if init && !sc.anyMember(r) {
 		// No member is available: serve outside the pool (the Apply may
@@ -300,9 +331,10 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 // firstMember reports whether row i is the first pool-member row of its
 // slot key: a scan of the members before it, bounded by k.
 func firstMember(cands []Candidate, in []bool, i int) bool {
-	k := cands[i].Key()
+	ci := &cands[i]
 	for j := range i {
-		if in[j] && cands[j].Key() == k {
+		// Key equality: the same subgroup's slot, or the same direct node.
+		if cj := &cands[j]; in[j] && cj.Subgroup == ci.Subgroup && (ci.Subgroup != "" || cj.Node == ci.Node) {
 			return false
 		}
 	}
@@ -401,11 +433,13 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
-	for c := range r.Cands {
+	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now)
+	defer ref.unlock()
+	for _, c := range sc.rows { // clean is false outside them
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now, noCut, false)
+		pr := ref.pair(r.Cands[c].Node, noCut, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
@@ -432,9 +466,8 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 // separated u from the runner-up — reliability or performance.
 func (sc *rankScratch) firstChoice(u int) Reason {
 	cold := true
-	for i := range sc.views {
-		v := &sc.views[i]
-		if sc.need[i] && (v.Global.Attempts > 0 || v.Probe.Valid) {
+	for _, i := range sc.rows {
+		if v := &sc.views[i]; v.Global.Attempts > 0 || v.Probe.Valid {
 			cold = false
 			break
 		}
@@ -485,15 +518,21 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 	// degradation on the exact target (a targeted read only) and its
 	// runtime's fresh carrier-pressure hint.
 	ni := netIndex(r.Network)
-	selCut := g.hintCut(r.Cands[sel].Node, ni, sc.now)
+	hinted := g.hintsFresh(ni, sc.now)
+	selCut := int64(noCut)
+	if hinted {
+		selCut = g.leaves[r.Cands[sel].Node].cut(ni, sc.now)
+	}
 	if targeted && sc.views[sel].degraded != 0 {
 		selCut = max(selCut, sc.views[sel].degraded)
 	}
-	for c := range r.Cands {
-		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
+	sc.sortProbes()
+	for _, c := range sc.rows { // health is false outside them
+		if c == sel || !sc.in[c] || !sc.health[c] || r.Cands[c].Node == r.Cands[sel].Node || !firstMember(r.Cands, sc.in, c) {
 			continue
 		}
 		v := &sc.views[c]
+		ls := g.leaves[r.Cands[c].Node]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		var q Question
 		switch {
@@ -504,7 +543,10 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		case !usableIn(v, targeted):
 			q = Availability
 		default:
-			cut := max(selCut, g.hintCut(r.Cands[c].Node, ni, sc.now))
+			cut := selCut
+			if hinted {
+				cut = max(cut, ls.cut(ni, sc.now))
+			}
 			pr := sc.pairs[c]
 			if !sc.paired[c] || !incumbentSel || cut != noCut {
 				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, cut, false)
@@ -525,8 +567,9 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		if q == Qualification {
 			ch.Progress = int(v.Exact.Successes)
 		}
-		if u := g.leaves[ch.Node]; u != nil {
-			ch.Unfinished = int(u.unfinished[netIndex(r.Network)].Load())
+		if ls != nil {
+			ch.Unfinished = int(ls.unfinished[ni].Load())
+			ch.inc, ch.member, ch.known = ls.inc, true, true
 		}
 		ch.ProbeRank = probeRank(sc, c)
 		sc.ch = append(sc.ch, ch)
@@ -553,15 +596,28 @@ func usableIn(v *rankView, targeted bool) bool {
 
 // probeRank is row c's configured-probe order among the evaluated
 // members: the number of them with a lower valid probe RTT (unknown
-// last).
+// last). sc.probes holds the evaluated members' valid RTTs, sorted
+// (sortProbes).
 func probeRank(sc *rankScratch, c int) int {
 	pc := sc.views[c].Probe
-	rank := 0
-	for i := range sc.views {
-		p := sc.views[i].Probe
-		if i != c && sc.in[i] && sc.need[i] && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
-			rank++
+	if !pc.Valid {
+		// Every valid one but its own (it has none) ranks before it.
+		return len(sc.probes)
+	}
+	lower, _ := slices.BinarySearch(sc.probes, int64(pc.RTT))
+	return lower
+}
+
+// sortProbes fills sc.probes for probeRank.
+func (sc *rankScratch) sortProbes() {
+	sc.probes = sc.probes[:0]
+	for _, i := range sc.rows {
+		if !sc.in[i] {
+			continue
+		}
+		if p := &sc.views[i].Probe; p.Valid {
+			sc.probes = append(sc.probes, int64(p.RTT))
 		}
 	}
-	return rank
+	slices.Sort(sc.probes)
 }
