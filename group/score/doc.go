@@ -154,7 +154,10 @@
 // an aggregate read; configured probes never settle it — from blocks
 // newer than the freshness cut of the selection's response degradation
 // and both nodes' carrier-pressure hints, pressure.go), or none (not
-// offered). Trained means at least one decayed completion;
+// offered). Dispatch order's progress toward the question is the exact
+// cell's successes for qualification and, for a pair, the challenger's
+// distinct response reporters already sharing live blocks with the
+// selection. Trained means at least one decayed completion;
 // completions are the decayed support; unfinished work is the member's
 // begun, unsettled non-trial flows on the network. A funded challenger
 // becomes the decision, its Attempt carrying the Reservation; the

@@ -540,6 +540,7 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		ls := g.leaves[r.Cands[c].Node]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		var q Question
+		pairProgress := 0
 		switch {
 		case hard:
 			q = Recovery
@@ -556,7 +557,7 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 			if !sc.paired[c] || !incumbentSel || cut != noCut {
 				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, cut, false)
 			}
-			q = Pair
+			q, pairProgress = Pair, pr.reporters
 			// Only business evidence of this scope settles a pair: the
 			// exact target's own pair, or common targets for an aggregate
 			// read; configured probes never do.
@@ -569,8 +570,11 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		}
 		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
 			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
-		if q == Qualification {
+		switch q {
+		case Qualification:
 			ch.Progress = int(v.Exact.Successes)
+		case Pair:
+			ch.Progress = pairProgress
 		}
 		if ls != nil {
 			ch.Unfinished = int(ls.unfinished[ni].Load())
