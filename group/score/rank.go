@@ -33,6 +33,7 @@ type rankScratch struct {
 	probes []int64    // probeRank's valid probe RTTs of the evaluated rows, sorted
 	rows   []int      // the evaluated rows (need), ascending
 	hist   *histEntry // decide's history entry: the commit's hint
+	memo   viewMemo   // rankViews' cells of the latest target
 
 	// selectOrdinary's results.
 	hasTarget    bool
@@ -246,7 +247,7 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 			sc.rows = append(sc.rows, i)
 		}
 	}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t)
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t, &sc.memo)
 	var excl health.NodeID
 	hasExcl := r.Exclude != excl
 	var dead, streak int64
