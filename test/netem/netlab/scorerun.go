@@ -1,0 +1,255 @@
+package netlab
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A LabFlow is one GET through switchyard to a site of a ScoreLab.
+type LabFlow struct {
+	Round   int
+	Site    string
+	Blocked bool          // a site node A blackholes
+	Err     error         // nil: the whole response came
+	TTFB    time.Duration // with Err nil
+	Elapsed time.Duration // from the start until the response or the error
+	// Carrier is the node whose connection brought the site the request
+	// ("A", "B"), from the site's record of its source; "" when no request
+	// came (a blackholed flow).
+	Carrier string
+	// Chain is the node switchyard's flow table named for the flow while
+	// it was open ("A", "B"), or "" when the API did not list it.
+	Chain string
+}
+
+// A LabRun is the flows of one policy, in the order they ran.
+type LabRun struct {
+	Policy string
+	Flows  []LabFlow
+}
+
+// Drive runs rounds rounds through the proxy at proxy (switchyard's mixed
+// inbound, a SOCKS5 client here): in each, one new flow to every site,
+// one after the other, open and blocked sites alternating. Each flow GETs
+// a path of its own (label, site, round) and is bounded by timeout. With
+// api (switchyard's API, host:port) the flow's chain is read from
+// /connections between the CONNECT reply and the request; that read is
+// not in the flow's figures. gap separates two flows.
+func (l *ScoreLab) Drive(policy, label, proxy, api string, rounds int, timeout, gap time.Duration) *LabRun {
+	run := &LabRun{Policy: policy}
+	order := interleave(l.Open, l.Blocked)
+	for r := range rounds {
+		for _, site := range order {
+			path := fmt.Sprintf("/%s/%s/%d", label, strings.ReplaceAll(site, ":", "_"), r)
+			f := LabFlow{Round: r, Site: site, Blocked: slices.Contains(l.Blocked, site)}
+			var (
+				between func(netip.AddrPort)
+				read    time.Duration // the API read, not the flow's
+			)
+			if api != "" {
+				between = func(local netip.AddrPort) {
+					t := time.Now()
+					f.Chain = l.chainOf(api, local)
+					read = time.Since(t)
+				}
+			}
+			start := time.Now()
+			got, err := Fetch(proxy, site, path, timeout, between)
+			f.Elapsed = time.Since(start) - read
+			f.Err = err
+			if err == nil {
+				f.TTFB = got.TTFB()
+			}
+			if src, ok := l.Sites.Source(path); ok {
+				f.Carrier = l.Node(src)
+				if f.Carrier == "" {
+					f.Carrier = "?" + src.String()
+				}
+			}
+			run.Flows = append(run.Flows, f)
+			if gap > 0 {
+				time.Sleep(gap)
+			}
+		}
+	}
+	return run
+}
+
+func interleave(a, b []string) []string {
+	var out []string
+	for i := range max(len(a), len(b)) {
+		if i < len(a) {
+			out = append(out, a[i])
+		}
+		if i < len(b) {
+			out = append(out, b[i])
+		}
+	}
+	return out
+}
+
+// chainOf reads the node of the open flow whose source is local from the
+// API's /connections snapshot.
+func (l *ScoreLab) chainOf(api string, local netip.AddrPort) string {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + api + "/connections")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Connections []struct {
+			Metadata struct {
+				SourcePort string `json:"sourcePort"`
+			} `json:"metadata"`
+			Chains []string `json:"chains"`
+		} `json:"connections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return ""
+	}
+	port := strconv.Itoa(int(local.Port()))
+	for _, conn := range body.Connections {
+		if conn.Metadata.SourcePort != port {
+			continue
+		}
+		for _, hop := range conn.Chains {
+			switch hop {
+			case OutboundA:
+				return "A"
+			case OutboundB:
+				return "B"
+			}
+		}
+	}
+	return ""
+}
+
+// A SiteSummary is one site's flows of a run.
+type SiteSummary struct {
+	Site      string
+	Blocked   bool
+	Flows, OK int
+	Median    time.Duration // of the successful flows' TTFB
+	ViaA      int           // successful flows node A carried (the site's record)
+	ViaB      int
+	FailedA   int // failed flows switchyard's flow table put on node A
+	FailedB   int
+	Sequence  string // per flow in order: A or B for a success by that node, x for a failure
+}
+
+// Summary is the run's per-site figures, in the order of sites.
+func (r *LabRun) Summary(sites []string) []SiteSummary {
+	var out []SiteSummary
+	for _, site := range sites {
+		s := SiteSummary{Site: site}
+		var ttfb []time.Duration
+		for _, f := range r.Flows {
+			if f.Site != site {
+				continue
+			}
+			s.Blocked = f.Blocked
+			s.Flows++
+			switch {
+			case f.Err == nil:
+				s.OK++
+				ttfb = append(ttfb, f.TTFB)
+				switch f.Carrier {
+				case "A":
+					s.ViaA++
+				case "B":
+					s.ViaB++
+				}
+				s.Sequence += f.Carrier
+			default:
+				switch f.Chain {
+				case "A":
+					s.FailedA++
+				case "B":
+					s.FailedB++
+				}
+				s.Sequence += "x"
+			}
+		}
+		if len(ttfb) > 0 {
+			slices.Sort(ttfb)
+			s.Median = ttfb[len(ttfb)/2]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// LabTable is the per-site table of runs: success rate and median time to
+// the first byte per site and policy, which node carried the successes,
+// where the failures were, and every flow in order.
+func LabTable(sites []string, runs ...*LabRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %-22s %-9s %5s %6s %11s %5s %5s %9s  %s\n",
+		"policy", "site", "at A", "flows", "ok", "median TTFB", "via A", "via B", "failed@A", "flows in order (A/B: served by, x: failed)")
+	for _, r := range runs {
+		for _, s := range r.Summary(sites) {
+			at := "served"
+			if s.Blocked {
+				at = "blocked"
+			}
+			med := "-"
+			if s.OK > 0 {
+				med = fmt.Sprintf("%.1f ms", float64(s.Median)/float64(time.Millisecond))
+			}
+			fmt.Fprintf(&b, "%-8s %-22s %-9s %5d %5.0f%% %11s %5d %5d %9d  %s\n",
+				r.Policy, s.Site, at, s.Flows, 100*float64(s.OK)/float64(max(s.Flows, 1)), med, s.ViaA, s.ViaB, s.FailedA, s.Sequence)
+		}
+	}
+	return b.String()
+}
+
+// AllSites is every site of the lab, open then blocked.
+func (l *ScoreLab) AllSites() []string { return append(slices.Clone(l.Open), l.Blocked...) }
+
+// WaitMeasured waits until switchyard's API at api reports a TCP measure
+// for every candidate of the group tag, or until within has passed.
+func WaitMeasured(api, tag string, within time.Duration) error {
+	end := time.Now().Add(within)
+	c := http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		resp, err := c.Get("http://" + api + "/switchyard/v1/groups/" + tag)
+		if err == nil {
+			var body struct {
+				Networks map[string]struct {
+					Candidates []struct {
+						Member   string `json:"member"`
+						Measured bool   `json:"measured"`
+					} `json:"candidates"`
+				} `json:"networks"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if err == nil {
+				cs := body.Networks["tcp"].Candidates
+				all := len(cs) > 0
+				for _, x := range cs {
+					all = all && x.Measured
+				}
+				if all {
+					return nil
+				}
+				last = fmt.Sprintf("%+v", cs)
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("group %s not measured after %v: %s", tag, within, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,195 @@
+package netem
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard/test/netem/netlab"
+)
+
+// Score against URLTest with two real Xray servers (issue 16, "End to end
+// with real servers"): node A on a short path whose routing blackholes
+// some sites (a target-path failure behind a working proxy), node B over a
+// delayed link serving every site (netlab.ScoreLab has the picture).
+//
+// The same flows run twice, once through a URLTest group over [A, B] and
+// once through a Score group over [A, B]: scoreRounds rounds, each one new
+// flow (a new connection to the mixed inbound, a GET) to every site. Which
+// node carried a flow is read from the servers' side: each node reaches
+// the sites from an address of its own and the sites record every
+// request's source; a blackholed flow reaches no site, and switchyard's
+// flow table (/connections, read while the flow is open) names the node
+// it was on. Asserted:
+//
+//   - URLTest: every flow that got through went through A (the faster
+//     probe), every flow to an open site succeeded and every flow to a
+//     blocked site failed, on A, every round.
+//   - Score: the flows to a blocked site fail on A first, then move to B:
+//     the last scoreSettled rounds' flows to it all succeed, carried by B;
+//     the flows to the open sites stay on A: the last scoreSettled rounds'
+//     flows all succeed, carried by A, and A carries most of them over the
+//     whole run.
+//
+// The per-site success rate and median time to the first byte of both
+// runs are logged as a table (bench/score writes the same table).
+func TestScoreMovesBlockedTargetsOffTheNodeThatFailsThem(t *testing.T) {
+	lab := newScoreLab(t)
+	t.Logf("node A: Xray at %s (loopback), blackholes %s; node B: Xray at %s over %s, %v each way (RTT %v); sites on %s",
+		lab.NodeA, strings.Join(lab.Blocked, ", "), lab.NodeB, lab.Path.Mode, lab.Path.Delay, lab.Path.RTT(), lab.Path.HostAddr)
+
+	ut := runLabPolicy(t, lab, "urltest")
+	logFirstFailure(t, ut)
+	if out, ok := check(t, lab.SwitchyardConfig("score", 1, scoreCheckInterval)); !ok {
+		t.Logf("\n%s", netlab.LabTable(lab.AllSites(), ut))
+		t.Fatalf("this build's loader refuses policy = \"score\" (no Score to measure):\n%s", out)
+	}
+	sc := runLabPolicy(t, lab, "score")
+	t.Logf("success rate and median time to the first byte per site, %d rounds:\n%s", scoreRounds, netlab.LabTable(lab.AllSites(), ut, sc))
+	logFirstFailure(t, sc)
+	checkURLTest(t, ut.Summary(lab.AllSites()))
+	checkScore(t, sc)
+}
+
+const (
+	scoreDelay         = 50 * time.Millisecond // node B's link, each way
+	scoreOpen          = 3                     // sites both nodes serve
+	scoreBlocked       = 3                     // sites node A blackholes
+	scoreRounds        = 12                    // flows per site and policy
+	scoreSettled       = 4                     // the last rounds, where Score must have settled
+	scoreFlowTimeout   = 10 * time.Second
+	scoreCheckInterval = 10 * time.Second
+)
+
+// newScoreLab builds the lab for one test and takes it down when the test
+// ends, failed or not; the servers' logs are shown on a failure.
+func newScoreLab(t *testing.T) *netlab.ScoreLab {
+	t.Helper()
+	lab, err := netlab.NewScoreLab(netlab.ScoreLabConfig{Xray: xray, Dir: t.TempDir(), Delay: scoreDelay, Open: scoreOpen, Blocked: scoreBlocked})
+	if err != nil {
+		t.Fatalf("building the lab: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("xray logs:\n%s", lab.Logs())
+		}
+		if err := lab.Close(); err != nil {
+			t.Errorf("taking the lab down: %v", err)
+		}
+	})
+	return lab
+}
+
+// runLabPolicy runs switchyard with the lab's group under policy, waits
+// until the group has measured both nodes, drives the flows and stops it.
+func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) *netlab.LabRun {
+	t.Helper()
+	api := freePort(t)
+	sy := startSwitchyard(t, lab.SwitchyardConfig(policy, api, scoreCheckInterval))
+	sy.api = fmt.Sprintf("127.0.0.1:%d", api)
+	defer sy.Stop()
+	if err := netlab.WaitMeasured(sy.api, netlab.LabGroupTag, 30*time.Second); err != nil {
+		t.Fatalf("%s: %v", policy, err)
+	}
+	before := accessCounts(lab)
+	start := time.Now()
+	run := lab.Drive(policy, policy, sy.addr(netlab.LabInbound), sy.api, scoreRounds, scoreFlowTimeout, 0)
+	t.Logf("%s: %d flows in %v", policy, len(run.Flows), time.Since(start).Round(time.Millisecond))
+	time.Sleep(200 * time.Millisecond) // Xray's access log is written asynchronously
+	after := accessCounts(lab)
+	var lines []string
+	for _, site := range lab.AllSites() {
+		d := after[site].minus(before[site])
+		lines = append(lines, fmt.Sprintf("%s: A accepted %d (blackholed %d), B accepted %d", site, d.a, d.hole, d.b))
+	}
+	t.Logf("%s, the servers' access logs:\n%s", policy, strings.Join(lines, "\n"))
+	return run
+}
+
+// logFirstFailure says what a client sees of a blackholed flow.
+func logFirstFailure(t *testing.T, run *netlab.LabRun) {
+	t.Helper()
+	for _, f := range run.Flows {
+		if f.Err != nil {
+			t.Logf("%s, a flow to a site node A blocks (chain %q): %v, after %v", run.Policy, f.Chain, f.Err, f.Elapsed.Round(time.Millisecond))
+			return
+		}
+	}
+}
+
+func checkURLTest(t *testing.T, sum []netlab.SiteSummary) {
+	t.Helper()
+	for _, s := range sum {
+		if s.ViaB > 0 {
+			t.Errorf("urltest, %s: node B carried %d flows (%s); URLTest sends everything to A, the fastest probe", s.Site, s.ViaB, s.Sequence)
+		}
+		switch {
+		case !s.Blocked && s.OK != s.Flows:
+			t.Errorf("urltest, %s: %d of %d flows to a site both nodes serve succeeded (%s)", s.Site, s.OK, s.Flows, s.Sequence)
+		case s.Blocked && s.OK != 0:
+			t.Errorf("urltest, %s: %d of %d flows to a site A blocks succeeded (%s); they stay on A and fail", s.Site, s.OK, s.Flows, s.Sequence)
+		case s.Blocked && s.FailedA != s.Flows:
+			t.Errorf("urltest, %s: the flow table put %d of its %d failed flows on A", s.Site, s.FailedA, s.Flows)
+		}
+	}
+}
+
+func checkScore(t *testing.T, run *netlab.LabRun) {
+	t.Helper()
+	settledFrom := scoreRounds - scoreSettled
+	bySite := map[string][]netlab.LabFlow{}
+	var sites []string
+	for _, f := range run.Flows {
+		if _, ok := bySite[f.Site]; !ok {
+			sites = append(sites, f.Site)
+		}
+		bySite[f.Site] = append(bySite[f.Site], f)
+	}
+	for _, s := range run.Summary(sites) {
+		want := "A"
+		if s.Blocked {
+			want = "B"
+			if s.FailedA == 0 && s.ViaA == 0 {
+				t.Errorf("score, %s: no flow to a site A blocks was tried on A (%s); the lab does not test a move", s.Site, s.Sequence)
+			}
+		} else if s.ViaA*2 <= s.Flows {
+			t.Errorf("score, %s: node A carried %d of %d flows to a site both serve (%s); Score keeps them on the faster node", s.Site, s.ViaA, s.Flows, s.Sequence)
+		}
+		for _, f := range bySite[s.Site] {
+			if f.Round < settledFrom {
+				continue
+			}
+			if f.Err != nil || f.Carrier != want {
+				t.Errorf("score, %s (%s at A): round %d's flow: %s (err %v, chain %q); want every flow of the last %d rounds served by %s (all: %s)",
+					s.Site, map[bool]string{true: "blocked", false: "served"}[s.Blocked], f.Round, carrierText(f), f.Err, f.Chain, scoreSettled, want, s.Sequence)
+			}
+		}
+	}
+}
+
+func carrierText(f netlab.LabFlow) string {
+	switch {
+	case f.Err != nil:
+		return "failed"
+	case f.Carrier == "":
+		return "served by no known node"
+	}
+	return "served by " + f.Carrier
+}
+
+// access is what the two servers' access logs say of one site.
+type access struct{ a, hole, b int }
+
+func (x access) minus(y access) access { return access{x.a - y.a, x.hole - y.hole, x.b - y.b} }
+
+func accessCounts(lab *netlab.ScoreLab) map[string]access {
+	m := map[string]access{}
+	for _, site := range lab.AllSites() {
+		var x access
+		x.a, x.hole = lab.Access("a", site)
+		x.b, _ = lab.Access("b", site)
+		m[site] = x
+	}
+	return m
+}
