@@ -41,7 +41,7 @@ func TestScoreMovesBlockedTargetsOffTheNodeThatFailsThem(t *testing.T) {
 
 	ut := runLabPolicy(t, lab, "urltest")
 	logFirstFailure(t, ut)
-	if out, ok := check(t, lab.SwitchyardConfig("score", 1, scoreCheckInterval)); !ok {
+	if out, ok := check(t, lab.SwitchyardConfig("score", "127.0.0.1:0", 1, scoreCheckInterval)); !ok {
 		t.Logf("\n%s", netlab.LabTable(lab.AllSites(), ut))
 		t.Fatalf("this build's loader refuses policy = \"score\" (no Score to measure):\n%s", out)
 	}
@@ -86,7 +86,7 @@ func newScoreLab(t *testing.T) *netlab.ScoreLab {
 func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) *netlab.LabRun {
 	t.Helper()
 	api := freePort(t)
-	sy := startSwitchyard(t, lab.SwitchyardConfig(policy, api, scoreCheckInterval))
+	sy := startSwitchyard(t, lab.SwitchyardConfig(policy, "127.0.0.1:0", api, scoreCheckInterval))
 	sy.api = fmt.Sprintf("127.0.0.1:%d", api)
 	defer sy.Stop()
 	if err := netlab.WaitMeasured(sy.api, netlab.LabGroupTag, 30*time.Second); err != nil {

@@ -200,12 +200,12 @@ const (
 )
 
 // SwitchyardConfig is a switchyard config for the lab: a mixed inbound on
-// loopback routed to the group LabGroupTag of policy over the two nodes
+// listen (a loopback address; port 0 has the ready line name it) routed to the group LabGroupTag of policy over the two nodes
 // (VLESS over TLS, the lab's certificate as CA), the API on apiPort,
 // health probing with the lab's probe URL every checkInterval and no UDP
 // probe, warm-up's preconnect off (every flow connects afresh, so the
 // figures are the selection's), no state file.
-func (l *ScoreLab) SwitchyardConfig(policy string, apiPort int, checkInterval time.Duration) string {
+func (l *ScoreLab) SwitchyardConfig(policy, listen string, apiPort int, checkInterval time.Duration) string {
 	tls := fmt.Sprintf("tls = { server_name = %q, ca_file = %q }", ServerName, l.Cert)
 	return fmt.Sprintf(`[log]
 level = "debug"
@@ -228,7 +228,7 @@ selector_pin = false
 [[inbounds]]
 tag = %q
 type = "mixed"
-listen = "127.0.0.1:0"
+listen = %q
 
 [[outbounds]]
 tag = %q
@@ -251,7 +251,7 @@ members = [%q, %q]
 
 [route]
 final = %q
-`, apiPort, l.ProbeURL, checkInterval.String(), LabInbound,
+`, apiPort, l.ProbeURL, checkInterval.String(), LabInbound, listen,
 		OutboundA, l.NodeA, UUID, tls, OutboundB, l.NodeB, UUID, tls,
 		LabGroupTag, policy, OutboundA, OutboundB, LabGroupTag)
 }
