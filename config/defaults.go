@@ -158,13 +158,11 @@ var (
 	// URL gives none.
 	dnsPorts = map[string]uint16{"udp": 53, "tcp": 53, "tls": 853, "https": 443}
 
-	// groupPolicies are the accepted group policies. The pending ones are
-	// documented in CONFIG.md but not built yet: they are refused as not
+	// groupPolicies are the accepted group policies. A pending one would be
+	// documented in CONFIG.md but not built yet: it is refused as not
 	// available rather than accepted and run as something else.
-	groupPolicies   = []string{"selector", "urltest", "fallback", "loadbalance"}
-	pendingPolicies = map[string]string{
-		"score": "the score scorer is not built into this version; use urltest",
-	}
+	groupPolicies   = []string{"selector", "urltest", "fallback", "loadbalance", "score"}
+	pendingPolicies = map[string]string{}
 
 	// everyGroupKeys are the keys every policy takes; groupKeys are the
 	// others each policy takes. check_url is taken by a selector and
@@ -175,6 +173,9 @@ var (
 		"urltest":     {"tolerance"},
 		"fallback":    {},
 		"loadbalance": {},
+		// score is not configurable: no tolerance (its hold margin is the
+		// scorer's own), no default.
+		"score": {},
 	}
 
 	// The [health] defaults: probe with an HTTP HEAD of a URL that answers

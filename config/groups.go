@@ -132,6 +132,8 @@ func (l *lowerer) group(key, tag string, f *fileGroup) spec.Group {
 	case f.Interrupt == nil:
 	case *f.Interrupt && policy == "loadbalance":
 		l.warnf(key+".interrupt", "a loadbalance group picks a member per flow and never closes flows: interrupt is ignored")
+	case *f.Interrupt && policy == "score":
+		l.warnf(key+".interrupt", "a score group picks a member per flow and target and never closes flows: interrupt is ignored")
 	default:
 		g.Interrupt = *f.Interrupt
 	}

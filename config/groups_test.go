@@ -108,6 +108,42 @@ final = "top"
 	}
 }
 
+// A score group is accepted with the keys every policy takes: check_url
+// (its members' liveness, as for fallback), idle_timeout and final; its
+// interrupt is ignored with a warning (it picks per flow and target).
+func TestScoreGroup(t *testing.T) {
+	text := groupOutbounds + `[[groups]]
+tag = "inner"
+policy = "score"
+members = ["a", "b"]
+[[groups]]
+tag = "smart"
+policy = "score"
+members = ["inner", "a", "direct"]
+final = "block"
+check_url = "https://probe.example/204"
+idle_timeout = "10m"
+interrupt = true
+[route]
+final = "smart"
+`
+	s, warns, err := Parse([]byte(text), "sy.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []spec.Group{
+		{Tag: "inner", Policy: "score", Members: []string{"a", "b"}},
+		{Tag: "smart", Policy: "score", Members: []string{"inner", "a", "direct"}, Final: "block",
+			CheckURL: "https://probe.example/204", IdleTimeout: 10 * time.Minute},
+	}
+	if !spec.Equal(s.Groups, want) {
+		t.Fatalf("got  %+v\nwant %+v", s.Groups, want)
+	}
+	if len(warns) != 1 || warns[0].Error() != "sy.toml:20: groups[1].interrupt: a score group picks a member per flow and target and never closes flows: interrupt is ignored" {
+		t.Fatalf("warnings %v", warns)
+	}
+}
+
 // A selector takes check_url and ignores it, and a loadbalance group an
 // interrupt: the spec has neither, and the load warns at their lines.
 func TestIgnoredGroupKeysWarn(t *testing.T) {
@@ -166,7 +202,7 @@ func TestGroupErrors(t *testing.T) {
 		text string
 		want []want
 	}{
-		{"score is not available", groupOutbounds + `[[groups]]
+		{"score takes no tolerance and no default", groupOutbounds + `[[groups]]
 tag = "g0"
 policy = "selector"
 members = ["a"]
@@ -180,8 +216,10 @@ policy = "score"
 members = ["a", "b"]
 tolerance = "10ms"
 default = "a"
-`, []want{{19, "groups[2].policy",
-			`"score" is not available yet: the score scorer is not built into this version; use urltest`}}},
+`, []want{
+			{21, "groups[2].tolerance", "a score group has no tolerance (only urltest groups have one)"},
+			{22, "groups[2].default", "a score group has no default (only selector groups have one)"},
+		}},
 
 		{"unknown, missing and empty policy", groupOutbounds + `[[groups]]
 tag = "g0"
@@ -195,7 +233,7 @@ tag = "g2"
 policy = ""
 members = ["a"]
 `, []want{
-			{11, "groups[0].policy", `"Selector" is not one of selector | urltest | fallback | loadbalance`},
+			{11, "groups[0].policy", `"Selector" is not one of selector | urltest | fallback | loadbalance | score`},
 			{13, "groups[1].policy", "required key is missing"},
 			{18, "groups[2].policy", "must not be empty"},
 		}},

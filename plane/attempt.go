@@ -1,6 +1,9 @@
 package plane
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Attempt is per-flow evidence work a chooser attached to a selection (a
 // Score group's attempt on the leaf it chose). The dialer begins it at
@@ -27,6 +30,12 @@ type Report interface {
 	Fail(at time.Time, err error)        // ended by an upstream failure (the implementation classifies err)
 	Cancel(at time.Time)                 // ended neutrally: client side, rejection, shutdown
 }
+
+// ErrNoResponse is the Fail of a flow whose upstream ended its stream
+// cleanly after the client's data was sent and before any response byte:
+// a silent target (a path that swallows what it is sent). For Score it is
+// an I/O failure of the flow's target; health classifies the end itself.
+var ErrNoResponse = errors.New("the upstream ended the stream before any response to what the client sent")
 
 // Attempts are the attempts of one selection, one per Score group the
 // walk traversed (nested groups each attribute the leaf's outcome).
@@ -55,4 +64,12 @@ func (as *Attempts) At(i int) Attempt { return as.a[i] }
 func (as *Attempts) Reset() {
 	clear(as.a[:as.n])
 	as.n = 0
+}
+
+// Release releases every attempt held and forgets them.
+func (as *Attempts) Release(at time.Time) {
+	for _, a := range as.a[:as.n] {
+		a.Release(at)
+	}
+	as.Reset()
 }

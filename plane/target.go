@@ -92,6 +92,11 @@ type Query struct {
 	// Attempts are the Score attempts the selection made (one per Score
 	// group traversed); the dialer begins or releases every one.
 	Attempts Attempts
+	// Exclude, set by a Score retry, is the node whose setup just failed:
+	// no Score group on the walk chooses it again. Retry marks that walk
+	// as the flow's one sequential retry (it earns no trial currency).
+	Exclude [16]byte
+	Retry   bool
 }
 
 // Push appends tag to the chain; past its bound it reports false and the

@@ -202,7 +202,7 @@ type Balancer struct {
 // other groups. The loader fills every default.
 type Group struct {
 	Tag     string
-	Policy  string   // selector | urltest | fallback | loadbalance
+	Policy  string   // selector | urltest | fallback | loadbalance | score
 	Members []string // outbound, balancer or group tags, in order
 	Default string   // selector: the initial choice; "" = the first member
 	Final   string   // where flows go when no member is eligible; "" = refused

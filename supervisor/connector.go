@@ -51,14 +51,14 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		f.Dst = dst
 	}
 	until := time.Now().Add(p.EstablishTimeout())
-	conn, leaf, rule, chain, err := c.dial(ctx, p, f)
+	conn, sf, leaf, rule, chain, err := c.dial(ctx, p, f)
 	for err != nil && plane.Reloaded(err) && ctx.Err() == nil && time.Now().Before(until) {
 		q := c.cell.Load()
 		if q == p {
 			break
 		}
 		p = q
-		conn, leaf, rule, chain, err = c.dial(ctx, p, f)
+		conn, sf, leaf, rule, chain, err = c.dial(ctx, p, f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", leaf.ID(), err)
@@ -77,7 +77,10 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 		Chain:       chain,
 	}
 	fam := familyOf(leaf.Outbound(), conn)
-	return c.tracker.Conn(meta, conn, track.OnEnd(func(e relay.End) {
+	return c.tracker.Conn(meta, watchScore(conn, sf), track.OnEnd(func(e relay.End) {
+		if sf != nil {
+			sf.relayEnded(time.Now(), e)
+		}
 		c.health.ended(leaf, fam, e)
 		if c.ended != nil {
 			c.ended(meta, e)
@@ -87,15 +90,17 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 
 // dial routes f on p and dials its leaf under one establishment, listed in
 // the tracker as a dial in progress while it runs. chain is the selection
-// chain the routing took (plane.Query.Path).
-func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn net.Conn, leaf *plane.Target, rule int, chain []string, err error) {
+// chain the routing took (plane.Query.Path); sf the flow's begun Score
+// reports (nil: none).
+func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn net.Conn, sf *scoreFlow, leaf *plane.Target, rule int, chain []string, err error) {
 	target, rule := p.Route(&f)
 	p.Hit(rule)
 	var q plane.Query
 	q.Network, q.Dst = netx.TCP, f.Dst
 	leaf = target.Resolve(&q)
 	if leaf == nil {
-		return nil, target, rule, nil, plane.ErrNoLeaf
+		q.Attempts.Release(time.Now())
+		return nil, nil, target, rule, nil, plane.ErrNoLeaf
 	}
 	chain = q.Path()
 	pending := c.tracker.BeginDial(track.Meta{
@@ -106,27 +111,37 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 	defer pending.End()
 	est, dctx, cancel := p.Begin(ctx)
 	defer cancel()
-	conn, err = c.dialLeaf(ctx, dctx, est, leaf, f)
-	if err != nil && !plane.Reloaded(err) && ctx.Err() == nil && !est.Expired(dctx) {
+	var refused bool
+	conn, sf, refused, err = c.dialLeaf(ctx, dctx, est, leaf, f, &q)
+	if err != nil && !refused && !plane.Reloaded(err) && ctx.Err() == nil && !est.Expired(dctx) {
 		// A URLTest pick that failed to set up gets its one retry round,
-		// in order, within the same establishment: no payload was
-		// written yet.
+		// in order, and a Score pick one different leaf, within the same
+		// establishment and admission: no payload was written yet.
 		for _, next := range target.Retry(&q, leaf) {
 			c.log.Debug("flow failed, retrying on the next member", "outbound", leaf.ID().String(), "next", next.ID().String(), "error", err)
 			leaf = next
-			conn, err = c.dialLeaf(ctx, dctx, est, leaf, f)
-			if err == nil || plane.Reloaded(err) || ctx.Err() != nil || est.Expired(dctx) {
+			conn, sf, refused, err = c.dialLeaf(ctx, dctx, est, leaf, f, &q)
+			if err == nil || refused || plane.Reloaded(err) || ctx.Err() != nil || est.Expired(dctx) {
 				break
 			}
 		}
+		q.Attempts.Release(time.Now())
 		if err == nil {
-			chain = append(chain[:len(chain)-1:len(chain)-1], leaf.ID().Tag)
+			// The retry's chain: the Score walk recorded its own;
+			// URLTest's round replaces the leaf.
+			if q.Retry && q.Depth > 0 {
+				chain = q.Path()
+			} else {
+				chain = append(chain[:len(chain)-1:len(chain)-1], leaf.ID().Tag)
+			}
 		}
 	}
 	est.End()
 	if err != nil {
 		attrs := []any{"inbound", f.Inbound, "source", f.Src, "destination", f.Dst, "rule", plane.RuleName(rule), "outbound", leaf.ID().String(), "error", err}
 		switch {
+		case refused:
+			c.log.Debug("flow refused: its plan went stale", attrs...)
 		case est.Expired(dctx):
 			c.log.Warn("dial timed out", append(attrs, "phase", est.Phase().String(), "deadline", est.Deadline().String())...)
 		case context.Cause(dctx) != nil && ctx.Err() != nil:
@@ -135,17 +150,29 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 			c.log.Debug("flow failed", attrs...)
 		}
 	}
-	return conn, leaf, rule, chain, err
+	return conn, sf, leaf, rule, chain, err
 }
 
-// dialLeaf dials f on leaf under est and reports the dial to health and
-// the metrics.
-func (c *connector) dialLeaf(ctx, dctx context.Context, est *netx.Establishment, leaf *plane.Target, f netx.Flow) (net.Conn, error) {
+// dialLeaf begins q's Score attempts, dials f on leaf under est, reports
+// the dial to health and the metrics and sets the reports up or ends them.
+// refused: an attempt's Begin refused the plan (no dial happened, nothing
+// is reported to health).
+func (c *connector) dialLeaf(ctx, dctx context.Context, est *netx.Establishment, leaf *plane.Target, f netx.Flow, q *plane.Query) (net.Conn, *scoreFlow, bool, error) {
 	start := time.Now()
+	sf, err := beginScore(q, start)
+	if err != nil {
+		return nil, nil, true, err
+	}
 	conn, err := leaf.DialStream(dctx, f)
 	c.health.dialed(ctx, leaf, conn, time.Since(start), est.TakePooled(), err)
 	c.metrics.dialed(ctx, est, leaf, err)
-	return conn, err
+	if sf != nil {
+		sf.dialed(time.Now(), err, err != nil && neutralDialError(ctx, dctx, est, err))
+		if err != nil {
+			sf = nil
+		}
+	}
+	return conn, sf, false, err
 }
 
 func (c *connector) OpenAssociation(f netx.Flow) netx.PacketLink {
