@@ -39,17 +39,17 @@ func TestScoreMovesBlockedTargetsOffTheNodeThatFailsThem(t *testing.T) {
 	t.Logf("node A: Xray at %s (loopback), blackholes %s; node B: Xray at %s over %s, %v each way (RTT %v); sites on %s",
 		lab.NodeA, strings.Join(lab.Blocked, ", "), lab.NodeB, lab.Path.Mode, lab.Path.Delay, lab.Path.RTT(), lab.Path.HostAddr)
 
-	ut := runLabPolicy(t, lab, "urltest")
+	ut, utAccess := runLabPolicy(t, lab, "urltest")
 	logFirstFailure(t, ut)
+	checkURLTest(t, ut.Summary(lab.AllSites()), utAccess)
 	if out, ok := check(t, lab.SwitchyardConfig("score", "127.0.0.1:0", 1, scoreCheckInterval)); !ok {
 		t.Logf("\n%s", netlab.LabTable(lab.AllSites(), ut))
 		t.Fatalf("this build's loader refuses policy = \"score\" (no Score to measure):\n%s", out)
 	}
-	sc := runLabPolicy(t, lab, "score")
+	sc, scAccess := runLabPolicy(t, lab, "score")
 	t.Logf("success rate and median time to the first byte per site, %d rounds:\n%s", scoreRounds, netlab.LabTable(lab.AllSites(), ut, sc))
 	logFirstFailure(t, sc)
-	checkURLTest(t, ut.Summary(lab.AllSites()))
-	checkScore(t, sc)
+	checkScore(t, sc, scAccess)
 }
 
 const (
@@ -83,7 +83,8 @@ func newScoreLab(t *testing.T) *netlab.ScoreLab {
 
 // runLabPolicy runs switchyard with the lab's group under policy, waits
 // until the group has measured both nodes, drives the flows and stops it.
-func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) *netlab.LabRun {
+// It returns the flows and what the servers' access logs said of them.
+func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, map[string]access) {
 	t.Helper()
 	api := freePort(t)
 	sy := startSwitchyard(t, lab.SwitchyardConfig(policy, "127.0.0.1:0", api, scoreCheckInterval))
@@ -99,12 +100,14 @@ func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) *netlab.Lab
 	time.Sleep(200 * time.Millisecond) // Xray's access log is written asynchronously
 	after := accessCounts(lab)
 	var lines []string
+	delta := map[string]access{}
 	for _, site := range lab.AllSites() {
 		d := after[site].minus(before[site])
+		delta[site] = d
 		lines = append(lines, fmt.Sprintf("%s: A accepted %d (blackholed %d), B accepted %d", site, d.a, d.hole, d.b))
 	}
 	t.Logf("%s, the servers' access logs:\n%s", policy, strings.Join(lines, "\n"))
-	return run
+	return run, delta
 }
 
 // logFirstFailure says what a client sees of a blackholed flow.
@@ -118,9 +121,12 @@ func logFirstFailure(t *testing.T, run *netlab.LabRun) {
 	}
 }
 
-func checkURLTest(t *testing.T, sum []netlab.SiteSummary) {
+func checkURLTest(t *testing.T, sum []netlab.SiteSummary, logs map[string]access) {
 	t.Helper()
 	for _, s := range sum {
+		if l := logs[s.Site]; l.a != s.Flows || l.b != 0 || (s.Blocked && l.hole != s.Flows) {
+			t.Errorf("urltest, %s: %d flows, yet A's access log accepted %d (blackholed %d) and B's %d", s.Site, s.Flows, l.a, l.hole, l.b)
+		}
 		if s.ViaB > 0 {
 			t.Errorf("urltest, %s: node B carried %d flows (%s); URLTest sends everything to A, the fastest probe", s.Site, s.ViaB, s.Sequence)
 		}
@@ -135,7 +141,7 @@ func checkURLTest(t *testing.T, sum []netlab.SiteSummary) {
 	}
 }
 
-func checkScore(t *testing.T, run *netlab.LabRun) {
+func checkScore(t *testing.T, run *netlab.LabRun, logs map[string]access) {
 	t.Helper()
 	settledFrom := scoreRounds - scoreSettled
 	bySite := map[string][]netlab.LabFlow{}
@@ -147,6 +153,11 @@ func checkScore(t *testing.T, run *netlab.LabRun) {
 		bySite[f.Site] = append(bySite[f.Site], f)
 	}
 	for _, s := range run.Summary(sites) {
+		// Every flow reached one server; a blackholed one only A.
+		if l := logs[s.Site]; l.a+l.b != s.Flows || l.a-l.hole != s.ViaA || l.b != s.ViaB {
+			t.Errorf("score, %s: %d flows, %d served by A and %d by B, yet A's access log accepted %d (blackholed %d) and B's %d",
+				s.Site, s.Flows, s.ViaA, s.ViaB, l.a, l.hole, l.b)
+		}
 		want := "A"
 		if s.Blocked {
 			want = "B"
