@@ -501,10 +501,20 @@ func (b *Budget) Recovered(k BudgetKey, node health.NodeID) {
 }
 
 // Reload commits a new configuration: see the section above.
-func (b *Budget) Reload(members []Member) {
+func (b *Budget) Reload(members []Member) { b.reloadSized(members, nil) }
+
+// reloadSized is Reload with each group's configured member count n
+// (sizes) where it differs from its number of leaves (a group of
+// subgroups).
+func (b *Budget) reloadSized(members []Member, sizes map[GroupID]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.setMembers(members)
+	for g, n := range sizes {
+		if _, ok := b.sizes[g]; ok && n > 0 {
+			b.sizes[g] = n
+		}
+	}
 	for k, w := range b.scopes {
 		if _, ok := b.sizes[k.Group]; !ok {
 			delete(b.scopes, k)

@@ -26,6 +26,8 @@ type Challenger struct {
 	Unfinished  int  // its unfinished non-trial work; its trials are the budget's own
 	ProbeRank   int  // configured-probe order, lower first; breaks never-selected ties
 
+	idx int // the Engine's candidate index
+
 	// Filled by Walk.
 	member  bool   // configured
 	inc     uint64 // its incarnation

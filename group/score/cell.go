@@ -59,6 +59,9 @@ type cell struct {
 	probeRTT     time.Duration
 	probeStarted int64
 	probeOK      bool
+
+	// First-choice performance metrics (perf.go), nil until measured.
+	perf *perfState
 }
 
 // revoke drops qualification, its lease and the availability cohort.
@@ -142,6 +145,7 @@ func (c *cell) reload(at int64) {
 	c.revoke()
 	c.probeOK = false
 	c.probeRTT = 0
+	c.perf = nil
 }
 
 // rx publishes eligible business RX from reporter id at at.

@@ -89,6 +89,8 @@
 //	EndToEndQUIC          target      end-to-end DoQ/DoH3 failure through a healthy packet proxy
 //	EndpointStream        target      packet DNS endpoint: buffered stream reset, EOF, malformed H3
 //	FlowIO                target      upstream I/O error on the flow's own connection after setup
+//	VMessEOFBeforeHeader  target      EOF before any VMess response-header byte: ambiguous, so it
+//	                                  remains an I/O failure of the flow, not the node's
 //	ProxyProtocol         node        typed proxy protocol error
 //	ProxyAuth             node        the node refused the credentials
 //	Framing               node        malformed framing or handshake
@@ -100,8 +102,6 @@
 //	EndpointLoss          node        typed packet-endpoint (adapter) loss
 //	AnyTLSSessionRetired  node        silent AnyTLS session retired
 //	UoTOpenFailed         node        UDP-over-TCP service open failed
-//	VMessEOFBeforeHeader  node        EOF before any VMess response-header byte (ambiguous I/O
-//	                                  failure; node-scoped by the conservative pre-setup rule)
 //	VMessBadHeader        node        partial or malformed VMess response header
 //	UnknownPreSetup       node        anything unclassified before setup, timeouts included
 //	(unknown kind)        node        the conservative side

@@ -68,6 +68,9 @@ type Request struct {
 	Retry bool
 	// Peek is a readonly read.
 	Peek bool
+	// LastResort marks the sole-TCP-leaf last-resort selection: it
+	// enters the pool and reports like any plan but counts no reason.
+	LastResort bool
 }
 
 // Decision is a Rank's answer.
@@ -86,11 +89,13 @@ type Decision struct {
 // Attempt is a selected plan's pending Score work in one group.
 type Attempt struct {
 	e *Engine
+	attemptPlan
 }
 
 // Engine is one process's Score state.
 type Engine struct {
 	clock Clock
+	engineState
 }
 
 // The rest of the contract (engine_impl and the files it names), as the

@@ -64,8 +64,11 @@ const (
 	// UoTOpenFailed: a UDP-over-TCP service open failed.
 	UoTOpenFailed
 	// VMessEOFBeforeHeader: a VMess server closed before any
-	// response-header byte. Ambiguous, so an I/O failure before the
-	// response, kept node-scoped by the conservative pre-setup rule.
+	// response-header byte. Ambiguous (the target may have closed the
+	// relayed connection as well as the node), so it stays an I/O
+	// failure of the flow: target-scoped, like FlowIO. Partial or
+	// malformed headers (VMessBadHeader) and actual carrier errors keep
+	// node provenance.
 	VMessEOFBeforeHeader
 	// VMessBadHeader: a partial or malformed VMess response header.
 	VMessBadHeader
@@ -129,7 +132,7 @@ func (p Provenance) String() string {
 // Provenance returns where k may open hard failure state. An unknown
 // kind is node-scoped, the conservative side.
 func (k FailureKind) Provenance() Provenance {
-	if k >= TargetPath && k <= FlowIO {
+	if k >= TargetPath && k <= FlowIO || k == VMessEOFBeforeHeader {
 		return TargetScoped
 	}
 	return NodeScoped

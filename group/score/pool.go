@@ -468,3 +468,47 @@ func (p *Pool) Begin(pl Plan) error {
 	}
 	return nil
 }
+
+// hasLeaf reports whether a committed member's leaf is node.
+func (p *Pool) hasLeaf(node health.NodeID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.slots {
+		if p.slots[i].node == node {
+			return p.init
+		}
+	}
+	return false
+}
+
+// size is the committed capacity and membership count.
+func (p *Pool) size() (capacity, members int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.init {
+		return 0, 0
+	}
+	return p.k, len(p.slots)
+}
+
+// mark sets in[i] for every cand that is a committed member (with its
+// current leaf) and reports whether the pool is initialized: one lock
+// for a whole rank.
+func (p *Pool) mark(cands []Candidate, in []bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range cands {
+		in[i] = false
+		if !p.init {
+			continue
+		}
+		k := cands[i].Key()
+		for j := range p.slots {
+			if p.slots[j].key == k {
+				in[i] = true
+				break
+			}
+		}
+	}
+	return p.init
+}

@@ -78,3 +78,10 @@ func (ps *Pools) Reload(groups []GroupID) {
 		}
 	}
 }
+
+// peek returns group's pool on network without creating it.
+func (ps *Pools) peek(group GroupID, network netx.Network) *Pool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.pools[poolKey{group, network}]
+}

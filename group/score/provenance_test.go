@@ -31,7 +31,7 @@ var provenance = []struct {
 	{score.EndpointLoss, score.NodeScoped},
 	{score.AnyTLSSessionRetired, score.NodeScoped},
 	{score.UoTOpenFailed, score.NodeScoped},
-	{score.VMessEOFBeforeHeader, score.NodeScoped},
+	{score.VMessEOFBeforeHeader, score.TargetScoped}, // ambiguous: an I/O failure, not the node's
 	{score.VMessBadHeader, score.NodeScoped},
 	{score.UnknownPreSetup, score.NodeScoped},
 	{score.FailureKind(0), score.NodeScoped},   // unset: the conservative side

@@ -109,15 +109,17 @@ func (r *Reporter) Progress(at time.Time, tx, rx int64) {
 
 // rxLocked handles positive RX at t: eligible RX publishes now or, inside
 // the throttle interval, waits for the next publishable RX or settlement.
-func (r *Reporter) rxLocked(t int64) {
+// It reports whether the RX was eligible.
+func (r *Reporter) rxLocked(t int64) bool {
 	if !r.hasTarget || r.setupAt == 0 || t < r.setupAt || r.txAt == 0 || t < r.txAt {
-		return
+		return false
 	}
 	if r.lastRX != 0 && t-r.lastRX < int64(RXInterval) {
 		r.pendingRX = max(r.pendingRX, t)
-		return
+		return true
 	}
 	r.publishLocked(t)
+	return true
 }
 
 func (r *Reporter) publishLocked(t int64) {

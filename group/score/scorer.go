@@ -225,3 +225,11 @@ func (s *Scorer) RecordProbe(group GroupID, network netx.Network, node health.No
 	k := aggKey{group: group, node: node, net: network, fam: noFamily}
 	s.aggCell(k, inc, nil).probe(started.UnixNano(), rtt, ok)
 }
+
+// NewEpisodeID is a fresh scorer-wide sequence number (a probe's own
+// reporter identity in the comparison store).
+func (s *Scorer) NewEpisodeID() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next()
+}

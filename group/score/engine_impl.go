@@ -1,0 +1,209 @@
+package score
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"switchyard/health"
+	"switchyard/netx"
+)
+
+// engineState is the Engine's state behind the contract's Engine type.
+type engineState struct {
+	scorer *Scorer
+	pools  *Pools
+	budget *Budget
+	cmp    *compareStore
+	hist   *history
+
+	cfgMu    sync.Mutex // serializes Configure
+	cfg      atomic.Pointer[engineConfig]
+	counters sync.Map // GroupID → *groupCounters, kept while the group is configured
+	scratch  sync.Pool
+}
+
+// engineConfig is one published configuration: read lock-free by every
+// rank, replaced whole by Configure.
+type engineConfig struct {
+	groups map[GroupID]*groupState
+	byNode map[health.NodeID][]GroupID
+	order  []GroupID
+}
+
+// groupState is one configured group at one configuration.
+type groupState struct {
+	id      GroupID
+	members int
+	// unfinished counts each leaf's begun, unsettled non-trial flows per
+	// network: the dispatch walk's unfinished work.
+	unfinished map[health.NodeID]*[2]atomic.Int32
+	c          *groupCounters
+}
+
+// groupCounters are a group's counters, kept across reloads.
+type groupCounters struct {
+	nets [2]netCounters
+}
+
+// netCounters are one (group, network)'s reason and stats counters.
+type netCounters struct {
+	reasons                                   [NumReasons]atomic.Int64
+	ordinarySwitch, switchFlap                atomic.Int64
+	deadFiltered, failStreakExcluded          atomic.Int64
+	exploreBackedOff, budgetBlocked, inFlight atomic.Int64
+	trialElapsed, trialSetup                  atomic.Int64 // ns of observed trial work
+	winnersMu                                 sync.Mutex
+	winners                                   [4]health.NodeID // the four recent Apply winners, newest first
+	nWinners                                  int
+}
+
+// recentWinner reports whether node is one of the four recent Apply
+// winners.
+func (n *netCounters) recentWinner(node health.NodeID) bool {
+	n.winnersMu.Lock()
+	defer n.winnersMu.Unlock()
+	return slices.Contains(n.winners[:n.nWinners], node)
+}
+
+func (n *netCounters) applied(node health.NodeID) {
+	n.winnersMu.Lock()
+	defer n.winnersMu.Unlock()
+	if n.nWinners > 0 && n.winners[0] == node {
+		return
+	}
+	if i := slices.Index(n.winners[:n.nWinners], node); i >= 0 {
+		copy(n.winners[1:i+1], n.winners[:i])
+	} else {
+		copy(n.winners[1:], n.winners[:len(n.winners)-1])
+		n.nWinners = min(n.nWinners+1, len(n.winners))
+	}
+	n.winners[0] = node
+}
+
+func netIndex(n netx.Network) int {
+	if n == netx.UDP {
+		return 1
+	}
+	return 0
+}
+
+// NewEngine returns an Engine with no configured group; a nil clock is
+// the wall clock. Configure gives it its groups.
+func NewEngine(clock Clock) *Engine {
+	if clock == nil {
+		clock = wallClock{}
+	}
+	e := &Engine{clock: clock}
+	e.scorer = New(clock, nil)
+	e.pools = NewPools(clock, nil)
+	e.budget = NewBudget(clock, nil)
+	e.cmp = newCompareStore()
+	e.hist = newHistory()
+	e.cfg.Store(&engineConfig{groups: map[GroupID]*groupState{}, byNode: map[health.NodeID][]GroupID{}})
+	e.scratch.New = func() any { return new(rankScratch) }
+	return e
+}
+
+// Configure commits the configured Score groups at at: the first call
+// gives the Engine its groups, every later one is a reload. Scorer,
+// pools and budget reload with the new (group, node, incarnation) set
+// (see their documentation); a group absent from groups is dropped with
+// its pools, scopes and counters; the comparison store is fenced
+// (cleared). Counters of a retained group survive.
+func (e *Engine) Configure(at time.Time, groups []GroupSpec) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	cfg := &engineConfig{groups: make(map[GroupID]*groupState, len(groups)), byNode: map[health.NodeID][]GroupID{}}
+	var members []Member
+	var ids []GroupID
+	for _, g := range groups {
+		if _, dup := cfg.groups[g.ID]; dup {
+			continue
+		}
+		c, _ := e.counters.LoadOrStore(g.ID, &groupCounters{})
+		gs := &groupState{id: g.ID, members: g.Members, unfinished: make(map[health.NodeID]*[2]atomic.Int32, len(g.Leaves)), c: c.(*groupCounters)}
+		for _, l := range g.Leaves {
+			if _, dup := gs.unfinished[l.Node]; dup {
+				continue
+			}
+			gs.unfinished[l.Node] = new([2]atomic.Int32)
+			members = append(members, Member{Group: g.ID, Node: l.Node, Incarnation: l.Incarnation})
+			cfg.byNode[l.Node] = append(cfg.byNode[l.Node], g.ID)
+		}
+		cfg.groups[g.ID] = gs
+		cfg.order = append(cfg.order, g.ID)
+		ids = append(ids, g.ID)
+	}
+	e.counters.Range(func(k, _ any) bool {
+		if _, ok := cfg.groups[k.(GroupID)]; !ok {
+			e.counters.Delete(k)
+		}
+		return true
+	})
+	e.scorer.Reload(at, members)
+	e.pools.Reload(ids)
+	e.budget.reloadSized(members, sizes(groups))
+	e.cmp.reset()
+	e.cfg.Store(cfg)
+}
+
+// sizes is every group's configured member count n (the budget's n), a
+// group of subgroups having fewer members than leaves.
+func sizes(groups []GroupSpec) map[GroupID]int {
+	m := make(map[GroupID]int, len(groups))
+	for _, g := range groups {
+		m[g.ID] = g.Members
+	}
+	return m
+}
+
+// Probe records a configured health probe of node on network, started at
+// started (rtt when ok), for every Score group holding node: the
+// global aggregate's probe slot, and — for a successful probe with a
+// representable cadence (interval; negative when unknown) — the node's
+// configured-probe comparison cohort.
+func (e *Engine) Probe(network netx.Network, node health.NodeID, started time.Time, rtt time.Duration, ok bool, interval time.Duration) {
+	cfg := e.cfg.Load()
+	for _, g := range cfg.byNode[node] {
+		e.scorer.RecordProbe(g, network, node, started, rtt, ok)
+		w := probeWidth(interval)
+		if !ok || w == 0 || rtt <= 0 {
+			continue
+		}
+		k := cmpKey{group: g, node: node, net: network, fam: noFamily, cadence: interval}
+		e.cmp.add(k, w, cmpResponse, started.UnixNano(), float64(rtt)/float64(time.Millisecond), e.scorer.NewEpisodeID(), e.admits(cfg.groups[g], network, node))
+	}
+}
+
+// admits is comparison-cell admission: serving membership, with the
+// exceptions for the four recent Apply winners and initial collection
+// (a pool not yet initialized).
+func (e *Engine) admits(g *groupState, network netx.Network, node health.NodeID) bool {
+	if g == nil {
+		return false
+	}
+	p := e.pools.peek(g.id, network)
+	if p == nil || !p.Initialized() || p.hasLeaf(node) {
+		return true
+	}
+	return g.c.nets[netIndex(network)].recentWinner(node)
+}
+
+// NodeDown records an authoritative health exclusion of node at at:
+// every pool holding it replaces it at its next Apply when an eligible
+// replacement exists.
+func (e *Engine) NodeDown(node health.NodeID, at time.Time) {
+	cfg := e.cfg.Load()
+	for _, g := range cfg.byNode[node] {
+		for _, n := range [...]netx.Network{netx.TCP, netx.UDP} {
+			if p := e.pools.peek(g, n); p != nil {
+				p.Excluded(node)
+			}
+		}
+	}
+}
+
+// NewEpisode returns a fresh episode for one fanned-out failure.
+func (e *Engine) NewEpisode() EpisodeID { return e.scorer.NewEpisode() }

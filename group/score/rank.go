@@ -1,0 +1,420 @@
+package score
+
+import (
+	"time"
+
+	"switchyard/health"
+)
+
+// rankScratch is one rank's working rows, pooled across ranks.
+type rankScratch struct {
+	views  []rankView
+	in     []bool // serving-pool member
+	health []bool // the caller's eligibility, not the retry's excluded node
+	clean  []bool // health and no unresolved hard failure
+	util   []float64
+	perf   []float64
+	pc     []Candidate
+	ch     []Challenger
+	tgt    target // the rank's normalized target
+	now    int64  // the rank's time
+}
+
+func (sc *rankScratch) grow(n int) {
+	if cap(sc.views) < n {
+		sc.views = make([]rankView, n)
+		sc.in = make([]bool, n)
+		sc.health = make([]bool, n)
+		sc.clean = make([]bool, n)
+		sc.util = make([]float64, n)
+		sc.perf = make([]float64, n)
+		sc.pc = make([]Candidate, n)
+		sc.ch = make([]Challenger, 0, n)
+	}
+	sc.views, sc.in, sc.health, sc.clean = sc.views[:n], sc.in[:n], sc.health[:n], sc.clean[:n]
+	sc.util, sc.perf, sc.pc = sc.util[:n], sc.perf[:n], sc.pc[:n]
+	sc.ch = sc.ch[:0]
+}
+
+// best is the highest-utility row among those with ok[i] and in[i].
+func (sc *rankScratch) best(ok []bool, skip int) int {
+	w := -1
+	for i := range ok {
+		if i == skip || !ok[i] || !sc.in[i] {
+			continue
+		}
+		if w < 0 || sc.util[i] > sc.util[w] {
+			w = i
+		}
+	}
+	return w
+}
+
+// ordinary is the ordinary first choice: the best clean member, else
+// (every member in unresolved failure) the best healthy one.
+func (sc *rankScratch) ordinary() int {
+	if w := sc.best(sc.clean, -1); w >= 0 {
+		return w
+	}
+	return sc.best(sc.health, -1)
+}
+
+// Rank selects one candidate of r for one flow at at. See the package
+// documentation ("Ranking") for the rules; r.Cands' Utility and Winner
+// are filled. A Peek changes nothing; a retry applies no pool change,
+// earns nothing and counts no reason.
+func (e *Engine) Rank(at time.Time, r *Request) Decision {
+	n := len(r.Cands)
+	if n == 0 {
+		return Decision{Index: -1}
+	}
+	cfg := e.cfg.Load()
+	g := cfg.groups[r.Group]
+	tgt, hasTarget, terr := normalizeTarget(r.Target)
+	if g == nil || terr != nil {
+		return e.unscored(r)
+	}
+	t := at.UnixNano()
+	sc := e.scratch.Get().(*rankScratch)
+	defer e.scratch.Put(sc)
+	sc.grow(n)
+	sc.tgt, sc.now = tgt, t
+
+	fam := familyOf(r.Target, r.Family)
+	k := exactKey{group: r.Group, net: r.Network, fam: fam, tgt: tgt}
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.views, t)
+	var excl health.NodeID
+	hasExcl := r.Exclude != excl
+	var dead, streak int64
+	unique := 0
+	for i := range r.Cands {
+		c := &r.Cands[i]
+		c.Winner = false
+		v := &sc.views[i]
+		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
+		sc.health[i] = c.Eligible && !(hasExcl && c.Node == r.Exclude)
+		sc.clean[i] = sc.health[i] && !hard
+		switch {
+		case !c.Eligible:
+			dead++
+		case hard:
+			streak++
+		}
+		if firstOf(r.Cands, i) {
+			unique++
+		}
+	}
+
+	authorized := !r.Peek && !r.Retry
+	p := e.pools.Get(r.Group, r.Network)
+	init := p.mark(r.Cands, sc.in)
+	if !init {
+		// Before the pool exists every candidate is a prospective member
+		// (the bootstrap, or Peek's projection, ranks them all).
+		for i := range sc.in {
+			sc.in[i] = true
+		}
+	}
+	sc.utilities(r.Cands, sc.in)
+
+	d := e.decide(sc, r, k, hasTarget)
+	sel := d.sel
+	if sel >= 0 {
+		r.Cands[sel].Winner = true
+	}
+	if authorized && sel >= 0 {
+		for i := range r.Cands {
+			sc.pc[i] = r.Cands[i]
+			sc.pc[i].Eligible = sc.clean[i]
+			if pv := sc.views[i].Probe; pv.Valid {
+				sc.pc[i].ProbeRTT = pv.RTT
+			} else {
+				sc.pc[i].ProbeRTT = 0
+			}
+		}
+		p.Rerank(at, sc.pc)
+		p.mark(r.Cands, sc.in)
+		if !sc.in[sel] {
+			// The Apply moved the winner's slot (a rotation or nested
+			// change): serve the best remaining member.
+			r.Cands[sel].Winner = false
+			sel = sc.ordinary()
+			d.sel = sel
+			if sel >= 0 {
+				r.Cands[sel].Winner = true
+			}
+		}
+	} else if r.Peek && !init && sel >= 0 {
+		e.peekProjection(at, p, r, sc)
+		if !sc.in[sel] {
+			r.Cands[sel].Winner = false
+			sel = sc.ordinary()
+			d.sel = sel
+			if sel >= 0 {
+				r.Cands[sel].Winner = true
+			}
+		}
+	}
+	if sel < 0 {
+		return Decision{Index: -1}
+	}
+	if r.Peek {
+		return Decision{Index: sel}
+	}
+
+	nc := &g.c.nets[netIndex(r.Network)]
+	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
+	counted := authorized && unique > 1 && !r.LastResort
+	reason := NoReason
+	choice, trial := sel, false
+	var res Reservation
+	var chTrained bool
+	if authorized {
+		e.budget.Earn(bk)
+		p.Demand(at)
+		nc.applied(r.Cands[sel].Node)
+		if counted && hasTarget && !d.escape {
+			res, choice, chTrained, trial = e.walk(sc, r, g, bk, sel, hasTarget, nc)
+		}
+		if counted {
+			reason = d.reason
+			if trial {
+				reason = PeriodicExplore
+				if !chTrained {
+					reason = ColdExplore
+				}
+			}
+			nc.reasons[reason].Add(1)
+			nc.deadFiltered.Add(dead)
+			nc.failStreakExcluded.Add(streak)
+			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node); sw {
+				nc.ordinarySwitch.Add(1)
+				if flap {
+					nc.switchFlap.Add(1)
+				}
+			}
+		}
+	}
+	if trial {
+		r.Cands[sel].Winner = false
+		r.Cands[choice].Winner = true
+	}
+	a := &Attempt{e: e}
+	a.g = g
+	a.scope = Scope{Group: r.Group, Network: r.Network, Family: fam, Target: r.Target, Node: r.Cands[choice].Node}
+	a.bk = bk
+	a.trial, a.res = trial, res
+	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
+	return Decision{Index: choice, Reason: reason, Attempt: a}
+}
+
+// firstOf reports whether row i is the first of its slot key.
+func firstOf(cands []Candidate, i int) bool {
+	k := cands[i].Key()
+	for j := range i {
+		if cands[j].Key() == k {
+			return false
+		}
+	}
+	return true
+}
+
+// peekProjection marks Peek's temporary projection of an uninitialized
+// pool.
+func (e *Engine) peekProjection(at time.Time, p *Pool, r *Request, sc *rankScratch) {
+	for i := range r.Cands {
+		sc.pc[i] = r.Cands[i]
+		sc.pc[i].Eligible = sc.clean[i]
+	}
+	slots := p.Peek(at, sc.pc)
+	for i := range r.Cands {
+		sc.in[i] = false
+		k := r.Cands[i].Key()
+		for _, s := range slots {
+			if s.Key == k {
+				sc.in[i] = true
+			}
+		}
+	}
+}
+
+// unscored is the selection of a group the Engine does not score (not
+// configured at this authority, or a target that cannot key evidence):
+// the first eligible candidate, carrying an attempt that reports
+// nothing.
+func (e *Engine) unscored(r *Request) Decision {
+	var zero health.NodeID
+	for i := range r.Cands {
+		c := &r.Cands[i]
+		if c.Eligible && (r.Exclude == zero || c.Node != r.Exclude) {
+			c.Winner = true
+			if r.Peek {
+				return Decision{Index: i}
+			}
+			return Decision{Index: i, Attempt: &Attempt{e: e, attemptPlan: attemptPlan{unscored: true}}}
+		}
+	}
+	return Decision{Index: -1}
+}
+
+// decision is the ordinary selection and its reason.
+type decision struct {
+	sel    int
+	reason Reason
+	escape bool // an ordinary escape to a different leaf
+}
+
+// decide makes the ordinary selection: the incumbent of the (group,
+// network, family, target) history when it is still a healthy, failure
+// free member and no challenger earns promotion; otherwise an escape or
+// the first choice.
+func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) decision {
+	u := sc.ordinary()
+	if u < 0 {
+		return decision{sel: -1}
+	}
+	inc, known := e.hist.incumbent(histKey{k.group, k.net, k.fam, k.tgt})
+	ii := -1
+	if known {
+		for i := range r.Cands {
+			if r.Cands[i].Node == inc && sc.in[i] {
+				ii = i
+				break
+			}
+		}
+	}
+	switch {
+	case !known:
+		return decision{sel: u, reason: sc.firstChoice(u)}
+	case ii < 0 || !sc.health[ii]:
+		return decision{sel: u, reason: IncumbentIneligible, escape: true}
+	case !sc.clean[ii]:
+		if u != ii {
+			return decision{sel: u, reason: FreshFailureBypass, escape: true}
+		}
+		return decision{sel: ii, reason: IncumbentHeld}
+	case !trained(&sc.views[ii], targeted):
+		if u != ii {
+			return decision{sel: u, reason: sc.firstChoice(u)}
+		}
+		return decision{sel: ii, reason: IncumbentHeld}
+	}
+	// A trained, eligible, recovered incumbent: every eligible challenger
+	// competes against it.
+	vi := &sc.views[ii]
+	bestC, bestP := -1, promotion{}
+	tradeoff, uCompared := false, false
+	for c := range r.Cands {
+		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
+			continue
+		}
+		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now)
+		pm := promote(vi, &sc.views[c], pr, targeted)
+		tradeoff = tradeoff || pm.tradeoff
+		if c == u {
+			uCompared = pm.compared
+		}
+		if pm.gain > bestP.gain {
+			bestC, bestP = c, pm
+		}
+	}
+	switch {
+	case bestC >= 0:
+		return decision{sel: bestC, reason: bestP.reason}
+	case tradeoff:
+		return decision{sel: ii, reason: DirectionalTradeoffHeld}
+	case u != ii && !uCompared:
+		return decision{sel: ii, reason: InsufficientEvidenceHeld}
+	}
+	return decision{sel: ii, reason: IncumbentHeld}
+}
+
+// firstChoice is the reason of a first choice u: coldExplore when no
+// candidate has any evidence (deterministic cold exploration), else what
+// separated u from the runner-up — reliability or performance.
+func (sc *rankScratch) firstChoice(u int) Reason {
+	cold := true
+	for i := range sc.views {
+		v := &sc.views[i]
+		if v.Global.Attempts > 0 || v.Probe.Valid {
+			cold = false
+			break
+		}
+	}
+	if cold {
+		return ColdExplore
+	}
+	ru := sc.best(sc.clean, u)
+	if ru < 0 {
+		return ReliabilityWinner
+	}
+	if sc.views[u].Rate-sc.views[ru].Rate > PerfWeight*(sc.perf[u]-sc.perf[ru]) {
+		return ReliabilityWinner
+	}
+	return PerformanceWinner
+}
+
+// walk is the single optional-work dispatch of an authorized targeted
+// rank: the evaluated challengers (the other healthy pool members) with
+// their open questions, in the budget's dispatch order.
+func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
+	vs := &sc.views[sel]
+	for c := range r.Cands {
+		if c == sel || !sc.health[c] || !sc.in[c] || !firstOf(r.Cands, c) || r.Cands[c].Node == r.Cands[sel].Node {
+			continue
+		}
+		v := &sc.views[c]
+		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
+		var q Question
+		switch {
+		case hard:
+			q = Recovery
+		case !qualifiedIn(v, targeted):
+			q = Qualification
+		case !v.Exact.Usable:
+			q = Availability
+		default:
+			pr := e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
+			if pr.m[cmpResponse].known && !pr.partial {
+				continue // nothing open
+			}
+			q = Pair
+		}
+		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
+			Completions: int(v.Support), idx: c}
+		if q == Qualification {
+			ch.Progress = int(v.Exact.Successes)
+		}
+		if u := g.unfinished[ch.Node]; u != nil {
+			ch.Unfinished = int(u[netIndex(r.Network)].Load())
+		}
+		ch.ProbeRank = probeRank(sc, c)
+		sc.ch = append(sc.ch, ch)
+	}
+	if len(sc.ch) == 0 {
+		return Reservation{}, sel, false, false
+	}
+	wr := e.budget.Walk(bk, Selection{Usable: vs.Exact.Usable, Completions: int(vs.Support)}, sc.ch)
+	nc.budgetBlocked.Add(int64(wr.BudgetBlocked))
+	nc.inFlight.Add(int64(wr.InFlight))
+	nc.exploreBackedOff.Add(int64(wr.BackedOff))
+	if wr.Admitted < 0 {
+		return Reservation{}, sel, false, false
+	}
+	ch := sc.ch[wr.Admitted]
+	return wr.Reservation, ch.idx, ch.Trained, true
+}
+
+// probeRank is row c's configured-probe order among the candidates:
+// the number of rows with a lower valid probe RTT (unknown last).
+func probeRank(sc *rankScratch, c int) int {
+	pc := sc.views[c].Probe
+	rank := 0
+	for i := range sc.views {
+		p := sc.views[i].Probe
+		if i != c && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
+			rank++
+		}
+	}
+	return rank
+}

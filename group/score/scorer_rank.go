@@ -1,0 +1,54 @@
+package score
+
+// perfRead is one metric of one candidate at a rank.
+type perfRead struct {
+	v, conf float64
+	ok      bool
+}
+
+// rankView is one candidate's evidence at a rank: its blended View and
+// its first-choice metrics, each from the layer comparable across the
+// candidates (setup from the node-level family aggregate; response and
+// goodput from the exact target, or the family aggregate for targetless
+// work).
+type rankView struct {
+	View
+	perf [nMetrics]perfRead
+}
+
+// rankViews reads every candidate's evidence for key k (its node
+// replaced by each candidate's) under one lock: the batch a per-flow rank
+// needs, without creating a cell or refreshing an LRU position.
+func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, out []rankView, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range cands {
+		k.node = cands[i].Node
+		g := s.agg.peek(k.global())
+		f := s.agg.peek(k.family())
+		var e *cell
+		if hasTarget {
+			e = s.exact.peek(k)
+		}
+		if f != nil {
+			f.sync(g)
+		}
+		if e != nil {
+			e.sync(g)
+		}
+		rv := &out[i]
+		rv.View = newView(g, f, e, now)
+		node := f
+		if node == nil {
+			node = g
+		}
+		rv.perf[metricSetup].v, rv.perf[metricSetup].conf, rv.perf[metricSetup].ok = perfOf(node, metricSetup, now)
+		tc := f
+		if hasTarget {
+			tc = e
+		}
+		for m := metricResponse; m < nMetrics; m++ {
+			rv.perf[m].v, rv.perf[m].conf, rv.perf[m].ok = perfOf(tc, m, now)
+		}
+	}
+}
