@@ -70,6 +70,20 @@ func (s *Server) nativeRoutes(r chi.Router) {
 	r.Get("/switchyard/v1/nodes/{name}", s.nativeNode)
 	r.Get("/switchyard/v1/admission", s.nativeAdmission)
 	r.Get("/switchyard/v1/connections", s.nativeConnections)
+	r.Get("/switchyard/v1/stats/score", s.nativeScoreStats)
+}
+
+// nativeScoreStats is GET /switchyard/v1/stats/score: the Score engine's
+// counters per Score group (by name) and network — the final reason of
+// every rank, switches, candidates filtered or held back, the trial
+// budget and the serving pool — and the evidence caches' totals. It names
+// no node, target or cell. Without Score groups, groups is empty.
+func (s *Server) nativeScoreStats(w http.ResponseWriter, _ *http.Request) {
+	st := group.ScoreStats{Groups: []group.ScoreGroupStats{}}
+	if m := s.b.Groups(); m != nil {
+		st = m.ScoreStats()
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 type candidateJSON struct {
@@ -82,6 +96,8 @@ type candidateJSON struct {
 	LatencyMS float64 `json:"latency_ms,omitempty"`
 	Measured  bool    `json:"measured"`
 	Strikes   int     `json:"strikes"`
+	// Utility is a Score member's utility in the aggregate ranking.
+	Utility *float64 `json:"utility,omitempty"`
 }
 
 type pickJSON struct {
@@ -116,8 +132,13 @@ func pickOf(x group.Explanation) pickJSON {
 		p.Since = &t
 	}
 	for _, c := range x.Candidates {
-		p.Candidates = append(p.Candidates, candidateJSON{Member: c.Member, Kind: c.Kind, Leaf: c.Leaf, Eligible: c.Eligible,
-			Excluded: string(c.Excluded), Why: c.Why, LatencyMS: ms(c.Latency), Measured: c.Measured, Strikes: c.Strikes})
+		cj := candidateJSON{Member: c.Member, Kind: c.Kind, Leaf: c.Leaf, Eligible: c.Eligible,
+			Excluded: string(c.Excluded), Why: c.Why, LatencyMS: ms(c.Latency), Measured: c.Measured, Strikes: c.Strikes}
+		if c.Scored {
+			u := c.Utility
+			cj.Utility = &u
+		}
+		p.Candidates = append(p.Candidates, cj)
 	}
 	return p
 }

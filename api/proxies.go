@@ -67,6 +67,9 @@ var outboundTypes = map[string]string{
 
 var policyTypes = map[string]string{
 	"selector": "Selector", "urltest": "URLTest", "fallback": "Fallback", "loadbalance": "LoadBalance",
+	// Score shows as URLTest, its now the scorer's aggregate TCP winner:
+	// what a Clash dashboard knows of an automatic group.
+	"score": "URLTest",
 }
 
 var strategyTypes = map[string]string{"failover": "Fallback", "round_robin": "LoadBalance"}

@@ -89,8 +89,11 @@ func (l *lowerer) group(key, tag string, f *fileGroup) spec.Group {
 			return
 		}
 		seen[m] = ekey
-		if _, kind := l.declared(m); kind == "" {
+		switch _, kind := l.declared(m); {
+		case kind == "":
 			l.errorf(ekey, "unknown member %q: no outbound, balancer or group has this tag", m)
+		case kind == "balancer" && policy == "score":
+			l.errorf(ekey, "%q is a balancer: a score group ranks the nodes it can name, and a balancer picks its own; list the balancer's outbounds instead", m)
 		}
 		g.Members = append(g.Members, m)
 	})

@@ -221,6 +221,17 @@ default = "a"
 			{22, "groups[2].default", "a score group has no default (only selector groups have one)"},
 		}},
 
+		{"a score group names no balancer", groupOutbounds + `[[balancers]]
+tag = "pool"
+members = ["a", "b"]
+[[groups]]
+tag = "smart"
+policy = "score"
+members = ["a", "pool"]
+`, []want{
+			{15, "groups[0].members[1]", `"pool" is a balancer: a score group ranks the nodes it can name, and a balancer picks its own; list the balancer's outbounds instead`},
+		}},
+
 		{"unknown, missing and empty policy", groupOutbounds + `[[groups]]
 tag = "g0"
 policy = "Selector"

@@ -183,3 +183,58 @@ func TestConcurrentSelectionsWritesAndHealthChanges(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// scoreGroup is a Score group of n leaves over an engine of its own.
+func scoreGroup(tb testing.TB, n int) *group.Manager {
+	tb.Helper()
+	ls := map[string]group.Leaf{}
+	var members []string
+	for i := range n {
+		tag := fmt.Sprintf("s%d", i)
+		ls[tag] = group.Leaf{Tag: tag, Node: node(tag, 2), Target: plane.NewTarget(plane.OutboundID{Tag: tag, Version: 1}, nop{}), UDP: true}
+		members = append(members, tag)
+	}
+	h := &benchHealth{lat: map[health.NodeID]time.Duration{}}
+	m, _, err := group.New([]spec.Group{{Tag: "smart", Policy: "score", Members: members}}, nil, ls, nil, group.Options{Health: h})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkScoreSelect50 is one TCP flow's selection through a Score group
+// of 50 members: the candidates through the liveness filter, the engine's
+// rank and the attempt on the query, then its release (the data path
+// begins or releases each). The group's own share allocates nothing (the
+// candidate rows are pooled); what allocates is the engine's.
+func BenchmarkScoreSelect50(b *testing.B) {
+	m := scoreGroup(b, 50)
+	t := m.Target("smart")
+	dsts := make([]netx.Addr, 64)
+	for i := range dsts {
+		dsts[i] = netx.DomainAddr(fmt.Sprintf("site%d.example", i), 443)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q := plane.Query{Network: netx.TCP, Dst: dsts[i%len(dsts)]}
+		if t.Resolve(&q) == nil {
+			b.Fatal("no leaf")
+		}
+		q.Attempts.Release(now)
+		i++
+	}
+}
+
+// BenchmarkScorePeek50 is a readonly rank of the same group (the Clash
+// view's now, Explain).
+func BenchmarkScorePeek50(b *testing.B) {
+	m := scoreGroup(b, 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, in := range m.Groups() {
+			_ = in.Now
+		}
+	}
+}

@@ -55,7 +55,7 @@ func (b *builder) build(groups []spec.Group) error {
 		case "loadbalance":
 			g.pol = loadbalance
 		case "score":
-			return fmt.Errorf("group %q: policy \"score\" is not supported by this build", sg.Tag)
+			g.pol = scoring
 		default:
 			return fmt.Errorf("group %q: unknown policy %q", sg.Tag, sg.Policy)
 		}
@@ -77,6 +77,9 @@ func (b *builder) build(groups []spec.Group) error {
 			e, ok := b.edge(tag)
 			if !ok {
 				return fmt.Errorf("group %q: member %q names no outbound, balancer or group", sg.Tag, tag)
+			}
+			if g.pol == scoring && e.kind == kindBalancer {
+				return fmt.Errorf("group %q: member %q is a balancer: a score group ranks leaves it can name, and a balancer picks its own; list the balancer's outbounds instead", sg.Tag, tag)
 			}
 			g.members[j] = e
 		}

@@ -1,5 +1,5 @@
-// Package group resolves groups — selector, urltest, fallback and
-// loadbalance choosers over outbounds, balancers and other groups — to the
+// Package group resolves groups — selector, urltest, fallback,
+// loadbalance and score choosers over outbounds, balancers and other groups — to the
 // one leaf outbound each flow (each packet, for UDP) goes to.
 //
 // # Model
@@ -119,6 +119,39 @@
 // UDP, a member whose leaf is Query.Prefer (the leaf the association
 // already uses) is kept while eligible, so an association does not hop
 // nodes per packet. Rotation never interrupts.
+//
+// Score: the process's Score engine (package score, Options.Score) ranks
+// the group's candidates for the flow's target (score.go). The candidates
+// are the members through the liveness filter in declaration order: a
+// leaf member is its own (shown ineligible when the filter excludes it,
+// so the engine counts it), a sub-group the leaf its own policy picks,
+// keyed by the sub-group's tag; a member with no pick, a leaf without a
+// node identity and a balancer are none (New refuses a balancer member).
+// The target family (the scoring bucket, not the health family) is the
+// destination IP's family, IPv4 for a domain and for targetless work. A
+// real selection ranks authorized and puts the chosen plan's attempt on
+// the query (plane.Query.Attempts) for the data path to begin or release;
+// the chosen member is then resolved in the walk's own mode, so a Score
+// sub-group ranks and adds its own attempt: every Score group a walk
+// traverses attributes the leaf's outcome. When the sub-group serves a
+// different leaf than the one the parent ranked, the parent's attempt is
+// released (the flow goes unscored there). Every quiet walk (a ranking,
+// Explain, Groups, SelectionChain, connectivity, warm-up) and a query
+// that only asks (Query.Peek) ranks with Request.Peek: no attempt, counter
+// or reservation; Groups' now for a Score group is that readonly pick for
+// a targetless TCP flow, the aggregate winner. The candidate rows come
+// from a sync.Pool, so a selection allocates none of its own. Retry on a
+// chain whose innermost URLTest-or-Score group is a Score group is that
+// group's one sequential different leaf: the walk again from the route's
+// group with the failed node excluded in every Score group (Query.Exclude,
+// Query.Retry), held only when it reaches that Score group by the primary's
+// path and yields another leaf; never after a retry or for a block. The
+// TCP last resort of a Score group enters its serving pool as a
+// last-resort rank. The supervisor configures the engine with
+// ScoreGroups (each group's UUID, member count and reachable leaves at
+// their incarnations) through ConfigureScore as it publishes the Manager;
+// a Manager given no engine makes and configures its own. ScoreStats are
+// the engine's counters named by this configuration's groups.
 //
 // # Finals and the last resort
 //

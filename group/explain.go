@@ -20,6 +20,7 @@ const (
 	ReasonUnmeasured Reason = "unmeasured"       // urltest: nothing measured: the first eligible member
 	ReasonPinned     Reason = "pinned"           // fallback: the pin
 	ReasonRoundRobin Reason = "round_robin"      // loadbalance: the next eligible member
+	ReasonScored     Reason = "score_aggregate"  // score: the scorer's winner over targetless (aggregate) evidence
 	ReasonIPv4       Reason = "ipv4_path"        // nothing eligible over IPv6: the pick over IPv4
 	ReasonFinal      Reason = "final"            // nothing eligible: the final
 	ReasonLastResort Reason = "last_resort"      // the only leaf, TCP-dead, served anyway
@@ -57,6 +58,10 @@ type Candidate struct {
 	Latency  time.Duration // the average the URLTest ranks it by
 	Measured bool
 	Strikes  int
+	// Utility is a Score member's serving-pool-relative utility in the
+	// aggregate ranking (higher wins); Scored says it was ranked.
+	Utility float64
+	Scored  bool
 }
 
 // Explanation is why a group serves what it serves for one network and
@@ -180,6 +185,9 @@ func (m *Manager) why(w *walker, g *grp, net, fam int, mi int32, x *Explanation)
 		}
 		r, s := m.urltestReason(g, &rk, x)
 		return rows, r, s
+	}
+	if g.pol == scoring {
+		return m.scoreWhy(w, g, net, fam, mi)
 	}
 	p, rc := w.quiet()
 	eligible := 0

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"switchyard/group/score"
 	"switchyard/health"
 	"switchyard/netx"
 	"switchyard/plane"
@@ -50,6 +51,10 @@ type Leaf struct {
 	Target *plane.Target // the outbound version the plane holds under Tag
 	UDP    bool          // can carry UDP (a capability known before any dial)
 	Block  bool          // a terminal action: eligible for both networks, never filtered
+	// Incarnation changes when the node's configuration changed (the
+	// health engine's, health.Node): Score evidence of an older one is
+	// fenced.
+	Incarnation uint64
 }
 
 // Identity is a group's UUID and creation time. The supervisor keeps it
@@ -70,6 +75,12 @@ type Options struct {
 	// Versions is the version of each group's chooser target
 	// (plane.OutboundID); a group missing from it is at version 1.
 	Versions map[string]uint32
+
+	// Score is the process's Score engine: every Score group ranks with
+	// it, and the supervisor configures it with ConfigureScore as it
+	// publishes the Manager. nil: a Manager with Score groups makes an
+	// engine of its own, configured at once (tests, a standalone check).
+	Score *score.Engine
 
 	// OnInterrupt closes the flows that went through group's old member
 	// on network and returns how many it closed, once they are closed.
@@ -104,9 +115,10 @@ const (
 	urltest
 	fallback
 	loadbalance
+	scoring
 )
 
-var policyNames = [...]string{"selector", "urltest", "fallback", "loadbalance"}
+var policyNames = [...]string{"selector", "urltest", "fallback", "loadbalance", "score"}
 
 func (p policy) String() string { return policyNames[p] }
 
@@ -193,6 +205,7 @@ type Manager struct {
 	byTag     map[string]int32
 	leaves    []Leaf
 	h         Health
+	score     *score.Engine // nil without Score groups
 	log       *slog.Logger
 	now       func() time.Time
 	o         Options
@@ -241,6 +254,11 @@ func New(groups []spec.Group, ids map[string]Identity, leaves map[string]Leaf, b
 		m.log.Warn(w)
 	}
 	m.conn.init(len(m.groups))
+	m.score = o.Score
+	if m.score == nil && len(m.ScoreGroups()) > 0 {
+		m.score = score.NewEngine(clockFunc(m.now))
+		m.ConfigureScore(m.now())
+	}
 	for i := range m.groups {
 		g := &m.groups[i]
 		v := uint32(1)
@@ -309,3 +327,8 @@ func (noHealth) Selected(string)                                      {}
 func (noHealth) Latency(health.NodeID, health.Domain, netx.Family) (time.Duration, bool) {
 	return 0, false
 }
+
+// clockFunc is a time source as the Score engine reads one.
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time { return c() }

@@ -198,7 +198,7 @@ func (m *Manager) Activity() []Activity {
 	out := make([]Activity, len(m.groups))
 	for i := range m.groups {
 		g := &m.groups[i]
-		a := Activity{Group: g.tag, Sleeps: g.pol == urltest, IdleTimeout: g.idle}
+		a := Activity{Group: g.tag, Sleeps: g.pol == urltest || g.pol == scoring, IdleTimeout: g.idle}
 		seen := make(map[health.NodeID]bool, len(g.closure))
 		for _, li := range g.closure {
 			n := m.leaves[li].Node

@@ -135,6 +135,8 @@ func (m *Manager) pick(w *walker, g *grp, net, fam int) (*plane.Target, int32, i
 		return m.urltest(w, g, net, fam)
 	case fallback:
 		return m.fallback(w, g, net, fam)
+	case scoring:
+		return m.scorePick(w, g, net, fam)
 	}
 	return m.loadbalance(w, g, net, fam)
 }
@@ -259,6 +261,9 @@ func (m *Manager) lastResort(w *walker, g *grp, fam int) (*plane.Target, int32) 
 	}
 	if !w.peek {
 		m.warnLastResort(g, l)
+		if g.pol == scoring {
+			m.scoreLastResort(w, g, s)
+		}
 	}
 	return l.Target, s
 }

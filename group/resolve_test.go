@@ -360,13 +360,13 @@ func TestNewRefusesWhatTheConfigurationCannotMean(t *testing.T) {
 		groups []spec.Group
 		err    string
 	}{
-		{[]spec.Group{auto("score", "s", "a")}, `group "s": policy "score" is not supported by this build`},
+		{[]spec.Group{auto("score", "s", "pool")}, `group "s": member "pool" is a balancer: a score group ranks leaves it can name, and a balancer picks its own; list the balancer's outbounds instead`},
 		{[]spec.Group{auto("random", "s", "a")}, `group "s": unknown policy "random"`},
 		{[]spec.Group{sel("s", "nope")}, `group "s": member "nope" names no outbound, balancer or group`},
 		{[]spec.Group{sel("a", "a")}, `tag "a" names both an outbound and a group`},
 		{[]spec.Group{sel("s", "a"), sel("s", "a")}, `group "s" is defined twice`},
 	} {
-		_, _, err := group.New(c.groups, nil, ls, nil, group.Options{})
+		_, _, err := group.New(c.groups, nil, ls, map[string]*plane.Target{"pool": newBalancer(t, ls, "a")}, group.Options{})
 		if err == nil || err.Error() != c.err {
 			t.Errorf("error %v, want %q", err, c.err)
 		}

@@ -14,12 +14,16 @@ const RetryCandidates = 3
 // resolved: the leaves of the latency-ordered top RetryCandidates eligible
 // members of the innermost URLTest group on q's chain, the failed leaf
 // excluded (a member reaching it is skipped before the top is taken), each
-// leaf once. nil when no URLTest group is on the chain: other policies'
-// picks are authoritative.
+// leaf once. When the innermost URLTest or Score group on the chain is a
+// Score group, it is that group's one sequential different leaf instead
+// (scoreRetry). nil when neither is on the chain: other policies' picks
+// are authoritative.
 func (m *Manager) Retry(q *plane.Query, failed *plane.Target) []*plane.Target {
 	gi := none
 	for i := min(q.Depth, len(q.Chain)) - 1; i >= 0; i-- {
-		if j, ok := m.byTag[q.Chain[i]]; ok && m.groups[j].pol == urltest {
+		if j, ok := m.byTag[q.Chain[i]]; ok && m.groups[j].pol == scoring {
+			return m.scoreRetry(q, i, failed)
+		} else if ok && m.groups[j].pol == urltest {
 			gi = j
 			break
 		}

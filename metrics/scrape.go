@@ -103,6 +103,7 @@ func (s *snapshots) Collect(ch chan<- prometheus.Metric) {
 	}
 	s.dns(ch, ref.Source)
 	s.warm(ch, ref.Source, k)
+	s.score(ch, ref.Source, k)
 }
 
 // warm emits the warm state of every node in force that keeps something

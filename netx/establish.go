@@ -173,7 +173,9 @@ func Mark(ctx context.Context, p Phase) {
 // under, once: a physical connect or a protocol handshake that needs a new
 // carrier calls it first. A dial that already holds its permit, a stream on
 // a carrier already up (which never calls it) and a dial outside an
-// establishment pass at once. The wait counts inside the deadline.
+// establishment pass at once. The wait counts inside the deadline; a wait
+// that ends without the permit fails with FaultLocalRefusal (the error still
+// matches the context's cause).
 func Admit(ctx context.Context) error {
 	e := establishmentOf(ctx)
 	if e == nil || e.adm == nil || e.held.Load() {
@@ -182,7 +184,9 @@ func Admit(ctx context.Context) error {
 	prev := e.Phase()
 	e.phase.Store(uint32(PhaseAdmission))
 	if err := e.adm.Acquire(ctx); err != nil {
-		return err
+		// The dial ended waiting for its permit: this process's capacity
+		// refused it, not the upstream (Score keeps it neutral).
+		return WithFault(err, FaultLocalRefusal)
 	}
 	e.held.Store(true)
 	e.phase.Store(uint32(prev))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -97,6 +98,9 @@ type Query struct {
 	// as the flow's one sequential retry (it earns no trial currency).
 	Exclude [16]byte
 	Retry   bool
+	// Peek asks which leaf a flow would take without selecting: a Score
+	// group ranks readonly (no attempt, no counter, no reservation).
+	Peek bool
 }
 
 // Push appends tag to the chain; past its bound it reports false and the
@@ -196,6 +200,8 @@ func (t *Target) Resolve(q *Query) *Target {
 func (t *Target) leaf(network netx.Network, f netx.Flow) (*Target, error) {
 	q := Query{Network: network, Dst: f.Dst}
 	l := t.Resolve(&q)
+	// A dial its caller did not resolve reports to no Score attempt.
+	q.Attempts.Release(time.Now())
 	if l == nil {
 		return nil, fmt.Errorf("%s: %w", t.id.Tag, ErrNoLeaf)
 	}

@@ -113,15 +113,17 @@ func (c *connector) dial(ctx context.Context, p *plane.Plane, f netx.Flow) (conn
 	defer cancel()
 	var refused bool
 	conn, sf, refused, err = c.dialLeaf(ctx, dctx, est, leaf, f, &q)
-	if err != nil && !refused && !plane.Reloaded(err) && ctx.Err() == nil && !est.Expired(dctx) {
+	if err != nil && !refused && !plane.Reloaded(err) && !localRefusal(err) && ctx.Err() == nil && !est.Expired(dctx) {
 		// A URLTest pick that failed to set up gets its one retry round,
 		// in order, and a Score pick one different leaf, within the same
-		// establishment and admission: no payload was written yet.
+		// establishment and admission: no payload was written yet. A
+		// local refusal (a block, capacity), the client's leaving, a
+		// reload and an expired deadline are terminal.
 		for _, next := range target.Retry(&q, leaf) {
 			c.log.Debug("flow failed, retrying on the next member", "outbound", leaf.ID().String(), "next", next.ID().String(), "error", err)
 			leaf = next
 			conn, sf, refused, err = c.dialLeaf(ctx, dctx, est, leaf, f, &q)
-			if err == nil || refused || plane.Reloaded(err) || ctx.Err() != nil || est.Expired(dctx) {
+			if err == nil || refused || plane.Reloaded(err) || localRefusal(err) || ctx.Err() != nil || est.Expired(dctx) {
 				break
 			}
 		}

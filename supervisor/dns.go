@@ -126,7 +126,7 @@ func (sv *Supervisor) proxied(name string) bool {
 	f := netx.Flow{Network: netx.TCP, Dst: netx.Addr{Name: name, Port: 443}}
 	target, _ := p.Route(&f)
 	var q plane.Query
-	q.Network, q.Dst = netx.TCP, f.Dst
+	q.Network, q.Dst, q.Peek = netx.TCP, f.Dst, true
 	leaf := target.Resolve(&q)
 	if leaf == nil {
 		return false

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"switchyard/group"
+	"switchyard/group/score"
 	"switchyard/health"
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -25,6 +26,7 @@ type groupEnv struct {
 	onPersist      func(group string, network netx.Network, member string)
 	onConnectivity func(group string, d health.Domain, f netx.Family, alive bool)
 	onSwitch       func(tag string, network netx.Network, reason group.SwitchReason)
+	score          *score.Engine // the process's; nil: the manager makes its own
 }
 
 // nodeIdentities gives every outbound tag of s its node identity: the one
@@ -67,6 +69,8 @@ func buildGroups(cur *state, next *state, p *thePlan, s *spec.Spec, env *groupEn
 			Target: r.target,
 			UDP:    outbound.CarriesUDP(r.target.Outbound()),
 			Block:  o.Type == "block",
+			// The health engine's incarnation of the node (healthNodes).
+			Incarnation: uint64(r.target.ID().Version),
 		}
 	}
 	balancers := make(map[string]*plane.Target, len(next.balancers))
@@ -89,6 +93,7 @@ func buildGroups(cur *state, next *state, p *thePlan, s *spec.Spec, env *groupEn
 		o.Health, o.Log = env.health, env.log
 		o.OnInterrupt, o.OnPersist, o.OnConnectivity = env.onInterrupt, env.onPersist, env.onConnectivity
 		o.OnSwitch = env.onSwitch
+		o.Score = env.score
 	}
 	m, warnings, err := group.New(s.Groups, ids, leaves, balancers, o)
 	if err != nil {
@@ -127,7 +132,7 @@ func (sv *Supervisor) SelectGroup(tag, member string, networks ...netx.Network) 
 
 // groupEnv is what the supervisor's groups are built with.
 func (sv *Supervisor) groupEnv(eng *health.Engine) *groupEnv {
-	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity, onSwitch: sv.onSwitchWarm()}
+	env := &groupEnv{health: eng, log: sv.log, onConnectivity: sv.opts.GroupConnectivity, onSwitch: sv.onSwitchWarm(), score: sv.score}
 	env.onInterrupt = func(group, member string, network netx.Network) int {
 		n := interruptFlows(sv.tracker, group, member, network)
 		sv.log.Info("flows through the old choice interrupted", "group", group, "member", member, "network", network.String(), "flows", n)
@@ -181,6 +186,7 @@ func (sv *Supervisor) publish(old *state, p *prepared) {
 	} else if prev != nil {
 		prev.Migrate(nil)
 	}
+	sv.configureScore(next)
 	sv.carryGlobal(sv.cell.Load(), p.plane)
 	sv.cell.Store(p.plane)
 	sv.groups.Store(next)

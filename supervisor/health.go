@@ -42,7 +42,7 @@ func (sv *Supervisor) newEngine(h spec.Health) *health.Engine {
 		OnDeath:        sv.nodeDied,
 		OnChange:       sv.nodeChanged,
 		URLTargets:     sv.urlTargets,
-		Observer:       sv.healthObserver(),
+		Observer:       sv.observer(h.CheckInterval),
 		Log:            sv.log.With("component", "health"),
 	})
 }

@@ -203,8 +203,16 @@ func (sf *scoreFlow) dialed(at time.Time, err error, neutral bool) {
 // establishment expired while still waiting for physical admission (a
 // local capacity refusal, not a timeout of the node).
 func neutralDialError(ctx, dctx context.Context, est *netx.Establishment, err error) bool {
-	return ctx.Err() != nil || plane.Reloaded(err) || errors.Is(err, outbound.ErrBlocked) ||
+	return ctx.Err() != nil || plane.Reloaded(err) || localRefusal(err) ||
 		est.Expired(dctx) && est.Phase() <= netx.PhaseAdmission
+}
+
+// localRefusal reports whether a dial's failure is this process's own
+// refusal: a route's block, or dial admission that ran out waiting (a
+// capacity refusal, netx.FaultLocalRefusal). It is terminal: no retry.
+func localRefusal(err error) bool {
+	f, _ := netx.FaultOf(err)
+	return errors.Is(err, outbound.ErrBlocked) || f == netx.FaultLocalRefusal
 }
 
 // relayEnded ends the reports as the relay classified the flow's end:

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -374,4 +375,24 @@ func TestAnAbandonedDialCancels(t *testing.T) {
 	if ch.retries != 0 {
 		t.Fatal("an abandoned dial was retried")
 	}
+}
+
+// A flow closed without a relay telling how it ended (its setup failed
+// after the dial: the client's first bytes could not be written) is
+// cancelled once its conn is dropped, so the attempt never stays open.
+func TestAFlowClosedWithoutARelayIsCancelled(t *testing.T) {
+	a := &fakeAttempt{}
+	ch := &scoreChooser{leaves: []*plane.Target{fakeLeaf("a", serving(func(c net.Conn) { c.Close() }))}, attempts: [][]*fakeAttempt{{a}}}
+	up, err := scoreConnector(ch).ConnectStream(context.Background(), netx.Flow{Dst: scoreDst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
+	up = nil
+	eventually(t, "the dropped flow's attempt to be cancelled", func() bool {
+		runtime.GC()
+		got, _, _, _ := a.seen()
+		return slices.Contains(got, "cancel")
+	})
+	wantEvents(t, a, "begin", "setup", "cancel")
 }

@@ -13,6 +13,7 @@ import (
 
 	"switchyard/balancer"
 	"switchyard/group"
+	"switchyard/group/score"
 	"switchyard/health"
 	"switchyard/metrics"
 	"switchyard/netx"
@@ -84,6 +85,9 @@ type Supervisor struct {
 	// reload swaps it with the plane, under publish.
 	groups    atomic.Pointer[group.Manager]
 	publishMu sync.Mutex // serializes a reload's publication with group writes' loads
+	// score is the process's Score engine (score.go): every generation's
+	// Score groups rank with it.
+	score *score.Engine
 	// engine is the running health engine; healthSpec the [health] it was
 	// made for (guarded by mu).
 	engine     atomic.Pointer[health.Engine]
@@ -159,6 +163,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	if sv.gate == nil {
 		sv.gate = netx.ProcessGate()
 	}
+	sv.score = score.NewEngine(sv.scoreClock())
 	sv.conn = &connector{cell: &sv.cell, tracker: sv.tracker, log: log.With("component", "connector"), ended: opts.FlowEnded,
 		health: healthReports{engine: sv.engine.Load}, metrics: dialMetrics{opts.Metrics}}
 	deps, err := sv.deps(s)

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"switchyard/netx"
 )
 
 // HTTP/2 flow control toward this client: each stream may have streamWindow
@@ -264,12 +266,18 @@ func (c *h2Conn) shutdown(err error, wait bool) {
 	}
 }
 
-// fail records err, fails every stream and closes the socket.
+// fail records err, fails every stream and closes the socket. A failure
+// that is not this side's close (net.ErrClosed, ErrClosed, errH2Idle) is
+// the shared connection's: every stream gets the same error, a
+// netx.FaultCarrier with one episode.
 func (c *h2Conn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return
+	}
+	if !errors.Is(err, net.ErrClosed) && !errors.Is(err, ErrClosed) && !errors.Is(err, errH2Idle) {
+		err = netx.WithEpisode(err, netx.FaultCarrier, netx.NewEpisode())
 	}
 	c.err = err
 	if c.idle != nil {

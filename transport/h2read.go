@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"golang.org/x/net/http2"
+
+	"switchyard/netx"
 )
 
 // readLoop reads the server's frames until the connection ends and hands
@@ -18,7 +20,7 @@ func (c *h2Conn) readLoop() {
 			var se http2.StreamError
 			if errors.As(err, &se) {
 				if s := c.stream(se.StreamID); s != nil {
-					s.fail(fmt.Errorf("grpc: the server broke the stream: %w", err), true)
+					s.fail(netx.WithFault(fmt.Errorf("grpc: the server broke the stream: %w", err), netx.FaultStreamReset), true)
 				}
 				continue
 			}
@@ -161,8 +163,11 @@ func (c *h2Conn) onGoAway(f *http2.GoAwayFrame) {
 		}
 	}
 	c.mu.Unlock()
+	// One GOAWAY is one failure of the shared connection for every stream
+	// it did not take.
+	ga := netx.WithEpisode(errH2GoingAway, netx.FaultCarrier, netx.NewEpisode())
 	for _, s := range lost {
-		s.fail(errH2GoingAway, false)
+		s.fail(ga, false)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"switchyard/netx"
 )
 
 // rxChunkSize is one buffer of received bytes: the largest DATA frame this
@@ -82,7 +84,7 @@ func (s *h2Stream) push(data []byte, length int64, end bool) (drop bool) {
 	}
 	if s.rxEnded || length > s.recvLeft {
 		s.mu.Unlock()
-		s.fail(errors.New("grpc: the server sent past its stream's end or window"), true)
+		s.fail(netx.WithFault(errors.New("grpc: the server sent past its stream's end or window"), netx.FaultFraming), true)
 		return true
 	}
 	s.recvLeft -= length
@@ -285,7 +287,7 @@ func (s *h2Stream) onReset(code http2.ErrCode) {
 	s.mu.Lock()
 	s.reset = true
 	s.mu.Unlock()
-	s.fail(fmt.Errorf("grpc: the server reset the stream (%v)", code), false)
+	s.fail(netx.WithFault(fmt.Errorf("grpc: the server reset the stream (%v)", code), netx.FaultStreamReset), false)
 }
 
 // onHeaders checks the response headers (HTTP 200, a gRPC content type)

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"encoding/binary"
-	"errors"
 )
 
 // A gRPC message is a 1-byte compression flag and a 4-byte big-endian
@@ -36,14 +35,14 @@ func uvarintLen(v uint64) int {
 }
 
 // The errors of server bytes that are not a stream of Hunk messages; each
-// fails the flow.
+// fails the flow, as netx.FaultFraming.
 var (
-	errHunkCompressed = errors.New("grpc: the server sent a compressed message, and no compression was agreed")
-	errHunkField      = errors.New("grpc: a protobuf field runs past the end of its message")
-	errHunkVarint     = errors.New("grpc: a protobuf varint is longer than 10 bytes")
-	errHunkWireType   = errors.New("grpc: a protobuf field has an unknown wire type")
-	errHunkFieldZero  = errors.New("grpc: a protobuf field number is 0")
-	errHunkTruncated  = errors.New("grpc: the stream ended inside a message")
+	errHunkCompressed = framingError("grpc: the server sent a compressed message, and no compression was agreed")
+	errHunkField      = framingError("grpc: a protobuf field runs past the end of its message")
+	errHunkVarint     = framingError("grpc: a protobuf varint is longer than 10 bytes")
+	errHunkWireType   = framingError("grpc: a protobuf field has an unknown wire type")
+	errHunkFieldZero  = framingError("grpc: a protobuf field number is 0")
+	errHunkTruncated  = framingError("grpc: the stream ended inside a message")
 )
 
 // hunkDecoder states.

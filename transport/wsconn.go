@@ -22,7 +22,7 @@ const closeWait = time.Second
 // so an idle flow holds none.
 var wsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, maxFrameHeader+wsChunk); return &b }}
 
-var errWSInsideFrame = errors.New("ws: the connection closed inside a frame")
+var errWSInsideFrame = framingError("ws: the connection closed inside a frame")
 
 // wsConn is a client WebSocket over an upgraded connection: every Write is
 // sent as masked binary frames, Read returns the payload of the server's

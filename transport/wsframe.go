@@ -2,7 +2,6 @@ package transport
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 )
 
@@ -25,11 +24,11 @@ const maxFrameHeader = 2 + 8 + 4
 
 // The errors of a server frame that breaks RFC 6455; each fails the flow.
 var (
-	errWSReserved   = errors.New("ws: the server set reserved bits (no extension was agreed)")
-	errWSOpcode     = errors.New("ws: the server sent an unknown opcode")
-	errWSControl    = errors.New("ws: the server sent a fragmented or oversized control frame")
-	errWSMasked     = errors.New("ws: the server masked a frame")
-	errWSFrameRange = errors.New("ws: the server's frame length is out of range")
+	errWSReserved   = framingError("ws: the server set reserved bits (no extension was agreed)")
+	errWSOpcode     = framingError("ws: the server sent an unknown opcode")
+	errWSControl    = framingError("ws: the server sent a fragmented or oversized control frame")
+	errWSMasked     = framingError("ws: the server masked a frame")
+	errWSFrameRange = framingError("ws: the server's frame length is out of range")
 )
 
 // frameHeader is a parsed frame header.

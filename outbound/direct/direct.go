@@ -5,8 +5,10 @@ package direct
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"syscall"
 
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -35,17 +37,33 @@ func New(strategy netx.Strategy, deps outbound.Deps) *Outbound {
 }
 
 // DialStream resolves the destination under the address-family strategy and
-// connects to the first address that answers.
+// connects to the first address that answers. Its failures are the
+// target's (netx.FaultTargetRefused for a refused connect, otherwise
+// netx.FaultTargetPath): a direct flow has no proxy between this host and
+// the target; a local refusal (dial admission) and a cancellation keep
+// their own meaning.
 func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
 	addrs, err := netx.Resolve(ctx, f.Dst, o.strategy, o.resolver)
 	if err != nil {
-		return nil, err
+		return nil, targetFault(ctx, err)
 	}
 	c, err := o.dialer.ConnectAny(ctx, addrs)
 	if err != nil {
-		return nil, err
+		return nil, targetFault(ctx, err)
 	}
 	return c, nil
+}
+
+// targetFault marks a failure of a direct dial as the target's, unless it
+// already names its fault or the dial was cancelled.
+func targetFault(ctx context.Context, err error) error {
+	if f, _ := netx.FaultOf(err); f != netx.FaultNone || errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled {
+		return err
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return netx.WithFault(err, netx.FaultTargetRefused)
+	}
+	return netx.WithFault(err, netx.FaultTargetPath)
 }
 
 // CarriesUDP reports true: a direct outbound sends datagrams itself

@@ -27,6 +27,22 @@ type StatusError struct {
 
 func (e *StatusError) Error() string { return fmt.Sprintf("http: proxy answered %q", e.Line) }
 
+// Fault is what the status says of the failure (netx.Faulted): 502, 503
+// and 504 are the proxy's failure to reach the target (Squid answers 503
+// for a refused connect), 403 its refusal of this target, 407 of the
+// credentials; any other status is the proxy's.
+func (e *StatusError) Fault() (netx.Fault, uint64) {
+	switch e.Code {
+	case 502, 503, 504:
+		return netx.FaultTargetPath, 0
+	case 403:
+		return netx.FaultTargetRefused, 0
+	case 407:
+		return netx.FaultProxyAuth, 0
+	}
+	return netx.FaultProxyProtocol, 0
+}
+
 // appendConnect appends the CONNECT request for dst: the request line, Host,
 // and the Proxy-Authorization line when auth is set.
 func appendConnect(b []byte, dst netx.Addr, auth string) ([]byte, error) {
@@ -91,7 +107,7 @@ func checkStatus(line []byte) error {
 	malformed := len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || !digit(line[7]) || line[8] != ' ' ||
 		!digit(line[9]) || !digit(line[10]) || !digit(line[11]) || (len(line) > 12 && line[12] != ' ')
 	if malformed {
-		return fmt.Errorf("http: malformed status line %q", shown)
+		return netx.WithFault(fmt.Errorf("http: malformed status line %q", shown), netx.FaultFraming)
 	}
 	code := int(line[9]-'0')*100 + int(line[10]-'0')*10 + int(line[11]-'0')
 	if code/100 != 2 {

@@ -30,6 +30,10 @@ type conn struct {
 	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
 
 	server netip.AddrPort // the address of the server it runs to
+	// gone is what every link of the connection fails with once it ended:
+	// errGone as one shared-carrier failure with the connection's own
+	// episode (netx.FaultCarrier), the same for all its flows.
+	gone error
 
 	done      chan struct{} // closed once the connection ended (slot.Resource)
 	doneOnce  sync.Once
@@ -38,7 +42,8 @@ type conn struct {
 }
 
 func newConn(cl client.Client, info *client.HandshakeInfo, to netip.AddrPort) *conn {
-	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{})}
+	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{}),
+		gone: netx.WithEpisode(errGone, netx.FaultCarrier, netx.NewEpisode())}
 	if info.UDPEnabled {
 		if s, err := cl.UDP(); err == nil {
 			c.sentinel = s
@@ -170,6 +175,10 @@ func (o *Outbound) connectTo(ctx context.Context, to netip.AddrPort, tlsConfig c
 			cl.Close()
 		}
 		pc.Close()
+		var auth coreerrs.AuthError
+		if errors.As(err, &auth) {
+			err = netx.WithFault(err, netx.FaultProxyAuth)
+		}
 		return nil, err
 	}
 	return newConn(cl, info, to), nil

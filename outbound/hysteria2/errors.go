@@ -9,22 +9,23 @@ import (
 
 	coreerrs "github.com/apernet/hysteria/core/v2/errors"
 
+	"switchyard/netx"
 	"switchyard/outbound"
 )
 
 // The errors of the connection slot and of the connect attempt.
 var (
 	errNoUsableAddress = errors.New("hysteria2: the server name resolved to no usable address")
-	errBackoff         = errors.New("hysteria2: connection is down, waiting before the next attempt")
+	errBackoff         = netx.WithFault(errors.New("hysteria2: connection is down, waiting before the next attempt"), netx.FaultSharedDial)
 	errNoCertificates  = errors.New("hysteria2: the CA file contains no certificates")
 	errClosed          = errors.New("hysteria2: the outbound is closed")
 )
 
 // The errors of a datagram link.
 var (
-	errGone             = errors.New("hysteria2: the connection behind this association is gone")
-	errFrameTooLarge    = errors.New("upstream frame larger than the client runtime's buffer")
-	errDatagramTooLarge = errors.New("frame larger than the client runtime's buffer")
+	errGone                   = errors.New("hysteria2: the connection behind this association is gone")
+	errFrameTooLarge    error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("upstream frame larger than the client runtime's buffer")}
+	errDatagramTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("frame larger than the client runtime's buffer")}
 )
 
 // The refusals of UDP. Both match outbound.ErrNoUDP: datagrams routed to an
@@ -86,6 +87,10 @@ type refusedError struct{ err error }
 func (e *refusedError) Error() string        { return e.err.Error() }
 func (e *refusedError) Unwrap() error        { return e.err }
 func (e *refusedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
+
+// Fault is netx.FaultTargetPath: the server could not reach the target
+// (its message does not say whether the target refused or was unreachable).
+func (e *refusedError) Fault() (netx.Fault, uint64) { return netx.FaultTargetPath, 0 }
 
 // refusal marks the server's refusal of a stream request; other errors are
 // returned as they are.

@@ -51,7 +51,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	}
 	if l.gone.Load() || l.conn.dead() {
 		// quic-go drops a datagram sent on a closed connection silently.
-		return errGone
+		return l.conn.gone
 	}
 	addr := l.names.format(to)
 	if udpHeaderSize(addr)+len(p) > maxUDPSize {
@@ -67,7 +67,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 		return errNoDatagrams
 	case connectionGone(err):
 		l.out.slot.Lost(l.res)
-		return errGone
+		return l.conn.gone
 	}
 	return fmt.Errorf("hysteria2: sending to %s: %w", to, err)
 }
@@ -117,7 +117,7 @@ func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 			// Only the connection's end closes a session this link did not.
 			l.gone.Store(true)
 			l.out.slot.Lost(l.res)
-			return nil, netx.Addr{}, errGone
+			return nil, netx.Addr{}, l.conn.gone
 		}
 		if from, ok := parseAuthority(addr); ok {
 			return data, from, nil

@@ -35,6 +35,21 @@ func (e *RejectedError) Error() string {
 
 func (e *RejectedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
 
+// Fault is what the status says of the failure (netx.Faulted): the target
+// refused (connection refused, or not allowed by the server's ruleset) or
+// was unreachable (network or host unreachable, TTL expired); any other
+// status names no target and is the server's (a general failure included:
+// it does not say the target failed).
+func (e *RejectedError) Fault() (netx.Fault, uint64) {
+	switch e.Status {
+	case socks5.ReplyConnectionRefused, socks5.ReplyNotAllowed:
+		return netx.FaultTargetRefused, 0
+	case socks5.ReplyNetworkUnreachable, socks5.ReplyHostUnreachable, socks5.ReplyTTLExpired:
+		return netx.FaultTargetPath, 0
+	}
+	return netx.FaultProxyProtocol, 0
+}
+
 // auth is the method negotiation of one outbound, encoded once.
 type auth struct {
 	method   byte   // the one method offered
@@ -72,7 +87,7 @@ func (a *auth) negotiate(rw io.ReadWriter) error {
 		return closed(err)
 	}
 	if m != a.method {
-		return fmt.Errorf("socks: server chose method %#02x, which was not offered", m)
+		return netx.WithFault(fmt.Errorf("socks: server chose method %#02x, which was not offered", m), netx.FaultProxyProtocol)
 	}
 	if a.userPass == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"switchyard/netx"
 	"switchyard/outbound/internal/proxyconn"
 	protocol "switchyard/protocol/vmess"
 )
@@ -171,13 +172,18 @@ func (fr *frameReader) fill(frame int) error {
 
 // fail turns a read error into the flow's error: a timeout is returned as it
 // is and leaves the flow open; an end of the upstream is a clean end only
-// between two frames of an open body.
+// between two frames of an open body. An end before the response header
+// opened tells, by its fault, whether any byte of it came
+// (netx.FaultVMessBadHeader) or none (netx.FaultVMessEOFBeforeHeader): only
+// the second can be the server closing on a target it could not reach.
 func (fr *frameReader) fail(err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return err
+	case err == io.EOF && !fr.opened && fr.w == 0:
+		fr.err = netx.WithFault(fmt.Errorf("vmess: %w", proxyconn.ErrHandshakeClosed), netx.FaultVMessEOFBeforeHeader)
 	case err == io.EOF && !fr.opened:
-		fr.err = fmt.Errorf("vmess: %w", proxyconn.ErrHandshakeClosed)
+		fr.err = netx.WithFault(fmt.Errorf("vmess: %w", proxyconn.ErrHandshakeClosed), netx.FaultVMessBadHeader)
 	case err == io.EOF && (fr.r < fr.w || fr.dec.Mid()):
 		fr.err = fmt.Errorf("vmess: %w", proxyconn.ErrFrameClosed)
 	default:

@@ -35,7 +35,7 @@ const (
 )
 
 // errFrameTooLarge is the failure to send a datagram UDP cannot carry.
-var errFrameTooLarge = errors.New("wireguard: frame larger than the client runtime's buffer")
+var errFrameTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("wireguard: frame larger than the client runtime's buffer")}
 
 // packetLink is a UDP flow inside the tunnel: one endpoint of the userspace
 // stack, bound to the wildcard of both families, from which each datagram

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+
+	"switchyard/netx"
 )
 
 // connectAttemptTimeout bounds one TCP connect inside the tunnel, per
@@ -40,6 +42,27 @@ func (e *connectError) Error() string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// Fault is netx.FaultTargetRefused when an address refused the connect:
+// the refusal came back through the tunnel, so the tunnel works and the
+// target said no. Timeouts alone do not tell a silent target from a dead
+// tunnel and leave the failure unclassified (the node's, conservatively).
+func (e *connectError) Fault() (netx.Fault, uint64) {
+	for _, a := range e.attempts {
+		if refusedInTunnel(a.err) {
+			return netx.FaultTargetRefused, 0
+		}
+	}
+	return netx.FaultNone, 0
+}
+
+// refusedInTunnel reports whether err is the stack's refused connect. The
+// gVisor adapter turns its tcpip error into an error of its text alone,
+// with no sentinel; the text is tcpip.ErrConnectionRefused's, from the
+// pinned version.
+func refusedInTunnel(err error) bool {
+	return err != nil && strings.HasSuffix(err.Error(), "connection was refused")
 }
 
 // Unwrap exposes each attempt's error.

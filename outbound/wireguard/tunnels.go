@@ -25,7 +25,9 @@ const silenceLimit = device.RejectAfterTime
 var (
 	// ErrTunnelDown is the failure of a dial while the slot waits before
 	// the next start (slot.DefaultPolicy: 2, 4, 8, 16, then every 30 s).
-	ErrTunnelDown = errors.New("wireguard: tunnel is down, waiting before the next attempt")
+	// Its fault is netx.FaultSharedDial: the tunnel every flow shares
+	// could not be started.
+	ErrTunnelDown error = &netx.FaultError{Kind: netx.FaultSharedDial, Err: errors.New("wireguard: tunnel is down, waiting before the next attempt")}
 	// errClosed is the failure of a dial on a closed outbound.
 	errClosed = fmt.Errorf("wireguard: the outbound is closed: %w", net.ErrClosed)
 )

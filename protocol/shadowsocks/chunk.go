@@ -3,11 +3,13 @@ package shadowsocks
 import (
 	"crypto/cipher"
 	"errors"
+
+	"switchyard/netx"
 )
 
 // ErrAuth is the error of a chunk or packet that fails authentication: a
 // wrong password or method, or bytes altered on the way.
-var ErrAuth = errors.New("shadowsocks: authentication failed (wrong password or method, or bytes altered on the way)")
+var ErrAuth error = &netx.FaultError{Kind: netx.FaultProxyAuth, Err: errors.New("shadowsocks: authentication failed (wrong password or method, or bytes altered on the way)")}
 
 // nonce is the stream nonce of SIP004 and SIP022: a 12-byte little-endian
 // counter from zero, incremented after every seal or open.

@@ -7,16 +7,18 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"switchyard/netx"
 )
 
 // Errors of the client runtime, with the texts of the spec.
 var (
 	// ErrUpstreamFrameTooLarge fails a flow whose server sent a frame that
 	// does not fit the flow's read buffer.
-	ErrUpstreamFrameTooLarge = errors.New("upstream frame larger than the client runtime's buffer")
+	ErrUpstreamFrameTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("upstream frame larger than the client runtime's buffer")}
 	// ErrFrameTooLarge fails the send of a datagram whose sealed frame does
 	// not fit the link's buffer.
-	ErrFrameTooLarge = errors.New("frame larger than the client runtime's buffer")
+	ErrFrameTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("frame larger than the client runtime's buffer")}
 	// ErrClosedInHandshake: the server closed the stream inside its salt or
 	// response header. It matches io.ErrUnexpectedEOF.
 	ErrClosedInHandshake error = unexpectedEOF("upstream closed during the handshake")
@@ -157,7 +159,7 @@ func (r *Reader) step() error {
 			return err
 		}
 		if !bytes.Equal(h[9:9+c.m.KeyLen], r.resp.reqSalt[:c.m.KeyLen]) {
-			return errors.New("shadowsocks 2022: the response answers another request (its request salt differs from ours)")
+			return netx.WithFault(errors.New("shadowsocks 2022: the response answers another request (its request salt differs from ours)"), netx.FaultFraming)
 		}
 		r.want = int(binary.BigEndian.Uint16(h[9+c.m.KeyLen:]))
 		r.state = readPayload

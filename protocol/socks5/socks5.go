@@ -5,7 +5,11 @@
 // from an io.Reader or a byte slice, encoders append to a byte slice.
 package socks5
 
-import "errors"
+import (
+	"errors"
+
+	"switchyard/netx"
+)
 
 // Version is the protocol version byte that starts every SOCKS5 message
 // except the RFC 1929 sub-negotiation.
@@ -87,7 +91,9 @@ var (
 	// are not reassembled, the datagram is dropped.
 	ErrFragmented = errors.New("socks5: fragmented datagram")
 	// ErrNoAcceptableMethod: the server accepts none of the methods offered.
-	ErrNoAcceptableMethod = errors.New("socks5: auth method not supported")
-	// ErrAuthRejected: the server rejects the username and password.
-	ErrAuthRejected = errors.New("socks5: server rejects account")
+	// Its fault is netx.FaultProxyAuth.
+	ErrNoAcceptableMethod error = &netx.FaultError{Kind: netx.FaultProxyAuth, Err: errors.New("socks5: auth method not supported")}
+	// ErrAuthRejected: the server rejects the username and password. Its
+	// fault is netx.FaultProxyAuth.
+	ErrAuthRejected error = &netx.FaultError{Kind: netx.FaultProxyAuth, Err: errors.New("socks5: server rejects account")}
 )

@@ -79,8 +79,9 @@ func AppendRequest(dst []byte, id *UUID, cmd byte, to netx.Addr) ([]byte, error)
 	return dst[:start], fmt.Errorf("vless: unknown command %#02x", cmd)
 }
 
-// ErrVersion is the error of a response of another version.
-var ErrVersion = errors.New("vless: unexpected response version")
+// ErrVersion is the error of a response of another version; its fault is
+// netx.FaultFraming.
+var ErrVersion error = &netx.FaultError{Kind: netx.FaultFraming, Err: errors.New("vless: unexpected response version")}
 
 // ResponseLen checks the response header at the start of b and returns how
 // many bytes it takes, addons included. When b is too short to tell, the

@@ -8,7 +8,11 @@
 // NewDecoder opens what the server answers.
 package vmess
 
-import "errors"
+import (
+	"errors"
+
+	"switchyard/netx"
+)
 
 // Version is the request header's version byte.
 const Version = 1
@@ -65,16 +69,18 @@ const (
 	responseLenLen = 2 + TagSize
 )
 
-// Errors for bytes from the server that do not open. Each fails its flow.
+// Errors for bytes from the server that do not open. Each fails its flow;
+// each carries its netx.Fault (a response header is the node's: it names
+// no target).
 var (
 	// ErrResponseMismatch is a response header whose check byte is not the
 	// one the request asked for, or that does not open with the request's
 	// keys: the answer is not to this request.
-	ErrResponseMismatch = errors.New("vmess: response header does not match the request")
+	ErrResponseMismatch error = &netx.FaultError{Kind: netx.FaultVMessBadHeader, Err: errors.New("vmess: response header does not match the request")}
 	// ErrResponseHeader is a response header too short for its own fields.
-	ErrResponseHeader = errors.New("vmess: malformed response header")
+	ErrResponseHeader error = &netx.FaultError{Kind: netx.FaultVMessBadHeader, Err: errors.New("vmess: malformed response header")}
 	// ErrChunkAuth is a body chunk that does not authenticate.
-	ErrChunkAuth = errors.New("vmess: body chunk does not authenticate")
+	ErrChunkAuth error = &netx.FaultError{Kind: netx.FaultFraming, Err: errors.New("vmess: body chunk does not authenticate")}
 	// ErrChunkLength is a chunk length shorter than the chunk's tag and padding.
-	ErrChunkLength = errors.New("vmess: body chunk length is shorter than its tag and padding")
+	ErrChunkLength error = &netx.FaultError{Kind: netx.FaultFraming, Err: errors.New("vmess: body chunk length is shorter than its tag and padding")}
 )

@@ -6,6 +6,8 @@ package proxyconn
 import (
 	"errors"
 	"io"
+
+	"switchyard/netx"
 )
 
 // The client runtime's errors, one per kind, with the texts every proxy
@@ -19,10 +21,10 @@ var (
 	ErrFrameClosed = KindError("upstream closed inside a frame", io.ErrUnexpectedEOF)
 	// ErrUpstreamFrameTooLarge: a frame from the upstream does not fit the
 	// runtime's read buffer.
-	ErrUpstreamFrameTooLarge = errors.New("upstream frame larger than the client runtime's buffer")
+	ErrUpstreamFrameTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("upstream frame larger than the client runtime's buffer")}
 	// ErrFrameTooLarge: a datagram whose sealed frame does not fit the
 	// staging buffer toward the upstream.
-	ErrFrameTooLarge = errors.New("frame larger than the client runtime's buffer")
+	ErrFrameTooLarge error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("frame larger than the client runtime's buffer")}
 )
 
 // KindError returns an error with a fixed text that also matches (errors.Is)

@@ -16,7 +16,10 @@ import (
 	"switchyard/protocol/mux"
 )
 
-// ErrSessionError is the end of a session the server marked failed.
+// ErrSessionError is the end of a session the server marked failed. The
+// link fails with it under netx.FaultXUDPEnd and an episode of its own: the
+// session is a source shared by every peer it carried, and each flow bound
+// to it reports that one failure.
 var ErrSessionError = errors.New("xudp: the server ended the session with an error")
 
 // MaxPacket is the largest datagram one XUDP frame carries, as Xray's client
@@ -129,9 +132,9 @@ func (f *framing) OpenFrame(frame []byte) ([]byte, netx.Addr, bool, error) {
 		return nil, netx.Addr{}, false, nil
 	case mux.StatusEnd:
 		if fr.Option&mux.OptionError != 0 {
-			return nil, netx.Addr{}, false, ErrSessionError
+			return nil, netx.Addr{}, false, netx.WithEpisode(ErrSessionError, netx.FaultXUDPEnd, netx.NewEpisode())
 		}
 		return nil, netx.Addr{}, false, io.EOF
 	}
-	return nil, netx.Addr{}, false, fmt.Errorf("xudp: the server sent a %s frame", fr.Status)
+	return nil, netx.Addr{}, false, netx.WithFault(fmt.Errorf("xudp: the server sent a %s frame", fr.Status), netx.FaultFraming)
 }
