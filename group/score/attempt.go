@@ -21,6 +21,7 @@ type attemptPlan struct {
 	bk       BudgetKey
 	plan     Plan
 	planErr  error
+	noPlan   bool // served outside the pool: no obligation to recheck
 	trial    bool
 	res      Reservation
 	unscored bool          // reports nothing (a group or target the Engine does not score)
@@ -46,10 +47,8 @@ func (a *Attempt) Begin(at time.Time) (*Flow, error) {
 	}
 	e := a.e
 	err := a.planErr
-	if err == nil {
+	if err == nil && !a.noPlan {
 		err = a.plan.pool.Begin(a.plan)
-	} else if err == ErrNotInPool {
-		err = &CancelError{Reason: Departed}
 	}
 	if err != nil {
 		if a.trial {

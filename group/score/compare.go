@@ -265,10 +265,10 @@ func (s *compareStore) reset() {
 
 // side is one side of a metric over the shared blocks.
 type side struct {
-	sum  float64
-	n    uint32
-	nid  int
-	ids  [CompareReporters]uint64
+	sum float64
+	n   uint32
+	nid int
+	ids [CompareReporters]uint64
 }
 
 func (sd *side) add(a *acc) {

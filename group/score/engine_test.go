@@ -3,7 +3,9 @@ package score_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,3 +114,159 @@ func TestEngineStatsJSON(t *testing.T) {
 }
 
 var _ = time.Second
+
+// A flow through the Engine feeds the evidence its rank reads.
+func TestEngineFlowFeedsRanking(t *testing.T) {
+	h := newEng(t, 2)
+	tgt := target(1)
+	_, before := h.peek(tgt)
+	for range 4 {
+		f := beginOn(t, h, tgt, 1)
+		runUseful(f, h.now(), 20*time.Millisecond)
+	}
+	_, after := h.peek(tgt)
+	if after[1] <= before[1] || after[1] <= after[0] {
+		t.Fatalf("utilities %v → %v: leaf 2's flows did not count", before, after)
+	}
+}
+
+// trial returns a funded trial decision of a three-leaf group whose leaf
+// 1 is trained.
+func trial(t *testing.T) (*eng, score.Decision) {
+	h := newEng(t, 3)
+	h.served(1, target(1), 6, 10*time.Millisecond)
+	d := h.e.Rank(h.now(), h.req(target(1)))
+	if !d.Attempt.Trial() {
+		t.Fatalf("no trial: %d %v", d.Index, d.Reason)
+	}
+	if st := h.stats(netx.TCP); st.Budget.Reserved != 1 {
+		t.Fatalf("reserved %d", st.Budget.Reserved)
+	}
+	return h, d
+}
+
+func TestEngineTrialReleaseRefunds(t *testing.T) {
+	h, d := trial(t)
+	d.Attempt.Release(h.now())
+	st := h.stats(netx.TCP).Budget
+	if st.Reserved != 0 || st.Spent != 0 || st.Trials.Refunded != 1 {
+		t.Fatalf("after Release: %+v", st)
+	}
+}
+
+func TestEngineTrialStalePlanRefunds(t *testing.T) {
+	h, d := trial(t)
+	h.e.Configure(h.now(), []score.GroupSpec{spec(grp, 3)})
+	if _, err := d.Attempt.Begin(h.now()); !errors.Is(err, score.ErrStalePlan) {
+		t.Fatalf("Begin after reload: %v", err)
+	}
+	st := h.stats(netx.TCP).Budget
+	if st.Reserved != 0 || st.Spent != 0 || st.Trials.Refunded != 1 {
+		t.Fatalf("stale trial not refunded: %+v", st)
+	}
+}
+
+func TestEngineTrialCosts(t *testing.T) {
+	h, d := trial(t)
+	at := h.now()
+	f, err := d.Attempt.Begin(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Setup(at.Add(30 * time.Millisecond))
+	f.Progress(at.Add(30*time.Millisecond), 10, 0)
+	f.Response(at.Add(60 * time.Millisecond))
+	f.Settle(at.Add(100 * time.Millisecond))
+	st := h.stats(netx.TCP).Budget
+	if st.Spent != 1 || st.Trials.Begun != 1 || st.Trials.Succeeded != 1 {
+		t.Fatalf("trial counters %+v", st)
+	}
+	if math.Abs(st.Elapsed-0.1) > 1e-9 || math.Abs(st.Setup-0.03) > 1e-9 {
+		t.Fatalf("costs: elapsed %v setup %v", st.Elapsed, st.Setup)
+	}
+}
+
+func TestEngineConfigureDropsGroup(t *testing.T) {
+	h := newEng(t, 2)
+	h.useful(h.req(target(1)))
+	other := score.GroupID{0x77}
+	h.e.Configure(h.now(), []score.GroupSpec{spec(other, 2)})
+	for _, g := range h.e.Stats().Groups {
+		if g.ID == grp {
+			t.Fatal("a dropped group still has stats")
+		}
+	}
+	if c := h.e.Stats().Cache; c.ExactCells != 0 || c.AggregateCells != 0 {
+		t.Fatalf("a dropped group's cells stayed: %+v", c)
+	}
+	// Its ranks are unscored: the first eligible candidate, reporting nothing.
+	d := h.e.Rank(h.now(), h.req(target(1)))
+	if d.Index != 0 || d.Reason != score.NoReason || d.Attempt == nil {
+		t.Fatalf("unscored decision %+v", d)
+	}
+	f, err := d.Attempt.Begin(h.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUseful(f, h.now(), 0)
+	if c := h.e.Stats().Cache; c.ExactCells != 0 {
+		t.Fatal("an unscored flow reported")
+	}
+}
+
+// An authoritative health exclusion replaces the member at the next
+// Apply.
+func TestEngineNodeDownReplaces(t *testing.T) {
+	h := newEng(t, 9)
+	r := h.req(netx.Addr{})
+	d1 := h.rankReq(r)
+	if d := h.rankReq(h.req(netx.Addr{})); d.Index != d1.Index {
+		t.Fatalf("unstable without an exclusion: %d then %d", d1.Index, d.Index)
+	}
+	h.e.NodeDown(node(d1.Index+1), h.now())
+	if d := h.rankReq(h.req(netx.Addr{})); d.Index == d1.Index || d.Index < 0 {
+		t.Fatalf("the excluded node %d still serves (%d)", d1.Index, d.Index)
+	}
+}
+
+// Ranks, flows, probes, stats and reloads from many goroutines.
+func TestEngineConcurrent(t *testing.T) {
+	h := newEng(t, 6)
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			for i := range 300 {
+				at := h.now()
+				r := h.req(target(i % 13))
+				d := h.e.Rank(at, r)
+				if d.Attempt == nil {
+					continue
+				}
+				f, err := d.Attempt.Begin(at)
+				if err != nil {
+					continue
+				}
+				var inner sync.WaitGroup
+				inner.Go(func() { f.Progress(at, 100, 0) })
+				inner.Go(func() { f.Response(at) })
+				inner.Wait()
+				if (i+w)%5 == 0 {
+					f.Fail(at, score.Failure{Kind: score.SharedCarrier, Episode: h.e.NewEpisode()})
+				} else {
+					f.Settle(at)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 200 {
+			h.e.Probe(netx.TCP, node(i%6+1), h.now(), time.Millisecond, true, time.Second)
+			_ = h.e.Stats()
+			if i%50 == 0 {
+				h.e.Configure(h.now(), []score.GroupSpec{spec(grp, 6)})
+			}
+			h.clk.Advance(10 * time.Millisecond)
+		}
+	})
+	wg.Wait()
+}

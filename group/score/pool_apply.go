@@ -486,3 +486,11 @@ func (p *Pool) rotate(t int64, v *poolView) {
 	p.slots[last] = slot{key: r.key, node: r.Node, rotation: true, since: t, joined: t}
 	p.cursor = r.decl
 }
+
+// due reports whether an Apply at at with cands would do more than the
+// quiet scan: the rank must then evaluate every candidate.
+func (p *Pool) due(at time.Time, cands []Candidate) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.init || !p.quiet(at.UnixNano(), cands)
+}

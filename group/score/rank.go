@@ -10,6 +10,7 @@ import (
 type rankScratch struct {
 	views  []rankView
 	in     []bool // serving-pool member
+	need   []bool // evaluated: views read
 	health []bool // the caller's eligibility, not the retry's excluded node
 	clean  []bool // health and no unresolved hard failure
 	util   []float64
@@ -24,6 +25,7 @@ func (sc *rankScratch) grow(n int) {
 	if cap(sc.views) < n {
 		sc.views = make([]rankView, n)
 		sc.in = make([]bool, n)
+		sc.need = make([]bool, n)
 		sc.health = make([]bool, n)
 		sc.clean = make([]bool, n)
 		sc.util = make([]float64, n)
@@ -31,9 +33,21 @@ func (sc *rankScratch) grow(n int) {
 		sc.pc = make([]Candidate, n)
 		sc.ch = make([]Challenger, 0, n)
 	}
-	sc.views, sc.in, sc.health, sc.clean = sc.views[:n], sc.in[:n], sc.health[:n], sc.clean[:n]
+	sc.views, sc.in, sc.need, sc.health, sc.clean = sc.views[:n], sc.in[:n], sc.need[:n], sc.health[:n], sc.clean[:n]
 	sc.util, sc.perf, sc.pc = sc.util[:n], sc.perf[:n], sc.pc[:n]
 	sc.ch = sc.ch[:0]
+}
+
+// anyMember reports whether a committed member is among the candidates,
+// eligible and not the retry's excluded node.
+func (sc *rankScratch) anyMember(r *Request) bool {
+	var zero health.NodeID
+	for i := range r.Cands {
+		if sc.in[i] && r.Cands[i].Eligible && (r.Exclude == zero || r.Cands[i].Node != r.Exclude) {
+			return true
+		}
+	}
+	return false
 }
 
 // best is the highest-utility row among those with ok[i] and in[i].
@@ -82,41 +96,54 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 
 	fam := familyOf(r.Target, r.Family)
 	k := exactKey{group: r.Group, net: r.Network, fam: fam, tgt: tgt}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.views, t)
+	authorized := !r.Peek && !r.Retry
+	p := e.pools.Get(r.Group, r.Network)
+	init := p.mark(r.Cands, sc.in)
+	// Only the serving pool's members are evaluated, unless the Apply
+	// will rank every candidate (bootstrap, rerank, replacement, …).
+	all := !init || authorized && p.due(at, r.Cands) || !sc.anyMember(r)
+	for i := range sc.in {
+		if !init {
+			// Before the pool exists every candidate is a prospective
+			// member (the bootstrap, or Peek's projection, ranks them all).
+			sc.in[i] = true
+		}
+		sc.need[i] = all || sc.in[i]
+	}
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.need, sc.views, t)
 	var excl health.NodeID
 	hasExcl := r.Exclude != excl
 	var dead, streak int64
-	unique := 0
+	multi := false // at least two distinct slot keys
+	k0 := r.Cands[0].Key()
 	for i := range r.Cands {
 		c := &r.Cands[i]
 		c.Winner = false
+		multi = multi || i > 0 && c.Key() != k0
+		if !c.Eligible {
+			dead++
+		}
+		if !sc.need[i] {
+			sc.health[i], sc.clean[i] = false, false
+			continue
+		}
 		v := &sc.views[i]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		sc.health[i] = c.Eligible && !(hasExcl && c.Node == r.Exclude)
 		sc.clean[i] = sc.health[i] && !hard
-		switch {
-		case !c.Eligible:
-			dead++
-		case hard:
+		if c.Eligible && hard {
 			streak++
 		}
-		if firstOf(r.Cands, i) {
-			unique++
-		}
 	}
+	sc.utilities(r.Cands, sc.in, sc.need)
 
-	authorized := !r.Peek && !r.Retry
-	p := e.pools.Get(r.Group, r.Network)
-	init := p.mark(r.Cands, sc.in)
-	if !init {
-		// Before the pool exists every candidate is a prospective member
-		// (the bootstrap, or Peek's projection, ranks them all).
+	if init && !sc.anyMember(r) {
+		// No member is available: serve outside the pool (the Apply may
+		// replace members below) rather than refuse the flow.
 		for i := range sc.in {
 			sc.in[i] = true
 		}
 	}
-	sc.utilities(r.Cands, sc.in)
-
 	d := e.decide(sc, r, k, hasTarget)
 	sel := d.sel
 	if sel >= 0 {
@@ -164,7 +191,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 
 	nc := &g.c.nets[netIndex(r.Network)]
 	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
-	counted := authorized && unique > 1 && !r.LastResort
+	counted := authorized && multi && !r.LastResort
 	reason := NoReason
 	choice, trial := sel, false
 	var res Reservation
@@ -205,14 +232,19 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	a.bk = bk
 	a.trial, a.res = trial, res
 	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
+	if a.planErr == ErrNotInPool {
+		a.planErr = nil // served outside the pool: no pool obligation
+		a.noPlan = true
+	}
 	return Decision{Index: choice, Reason: reason, Attempt: a}
 }
 
-// firstOf reports whether row i is the first of its slot key.
-func firstOf(cands []Candidate, i int) bool {
+// firstMember reports whether row i is the first pool-member row of its
+// slot key: a scan of the members before it, bounded by k.
+func firstMember(cands []Candidate, in []bool, i int) bool {
 	k := cands[i].Key()
 	for j := range i {
-		if cands[j].Key() == k {
+		if in[j] && cands[j].Key() == k {
 			return false
 		}
 	}
@@ -360,7 +392,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
 	vs := &sc.views[sel]
 	for c := range r.Cands {
-		if c == sel || !sc.health[c] || !sc.in[c] || !firstOf(r.Cands, c) || r.Cands[c].Node == r.Cands[sel].Node {
+		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
 			continue
 		}
 		v := &sc.views[c]

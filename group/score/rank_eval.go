@@ -32,12 +32,12 @@ func holdMargin(s float64) float64 { return HoldMargin * min(1, s/HoldSupport) }
 // exists): probe RTT, setup latency, response latency (lower is better)
 // and up/down goodput (higher is better), each weighted by its
 // confidence, a missing or expired one scoring missingPerf.
-func (sc *rankScratch) utilities(cands []Candidate, ref []bool) {
+func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool) {
 	n := len(cands)
 	var best [nMetrics + 1]float64
 	var have [nMetrics + 1]bool
 	for i := range n {
-		if !ref[i] {
+		if !ref[i] || !need[i] {
 			continue
 		}
 		for m := range int(nMetrics) + 1 {
@@ -51,6 +51,10 @@ func (sc *rankScratch) utilities(cands []Candidate, ref []bool) {
 		}
 	}
 	for i := range n {
+		if !need[i] {
+			cands[i].Utility = 0
+			continue
+		}
 		var sum float64
 		var k int
 		for m := range int(nMetrics) + 1 {
@@ -149,7 +153,7 @@ func promote(i, c *rankView, pr pairResult, targeted bool) promotion {
 	if cq && c.Lower > i.Upper {
 		rel = c.Rate - i.Rate // a reliability gain beyond both bounds
 	}
-	asGood := cq && c.Rate >= i.Rate
+	asGood := cq && observed(c, targeted) >= observed(i, targeted)
 	notWorse := cq && i.Lower <= c.Upper
 	slower := resp.known && resp.gain < -EquivalenceBand
 	var respGain float64
@@ -182,4 +186,18 @@ func promote(i, c *rankView, pr pairResult, targeted bool) promotion {
 		p.reason = ReliabilityWinner
 	}
 	return p
+}
+
+// observed is a row's observed terminal success share in the rank's
+// scope (1 without outcomes): what "reliability at least as good"
+// compares, free of the posterior's pull toward one half.
+func observed(v *rankView, targeted bool) float64 {
+	l := v.Family
+	if targeted {
+		l = v.Exact
+	}
+	if l.Successes+l.Failures <= 0 {
+		return 1
+	}
+	return l.Successes / (l.Successes + l.Failures)
 }

@@ -16,13 +16,16 @@ type rankView struct {
 	perf [nMetrics]perfRead
 }
 
-// rankViews reads every candidate's evidence for key k (its node
+// rankViews reads every needed candidate's evidence for key k (its node
 // replaced by each candidate's) under one lock: the batch a per-flow rank
 // needs, without creating a cell or refreshing an LRU position.
-func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, out []rankView, now int64) {
+func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, need []bool, out []rankView, now int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range cands {
+		if !need[i] {
+			continue
+		}
 		k.node = cands[i].Node
 		g := s.agg.peek(k.global())
 		f := s.agg.peek(k.family())
