@@ -182,7 +182,7 @@ func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, 
 	if err := p.WaitListening(listen, 20*time.Second); err != nil {
 		return nil, err
 	}
-	if err := netlab.WaitMeasured(api, netlab.LabGroupTag, 30*time.Second); err != nil {
+	if err := netlab.WaitProbed(api, []string{netlab.OutboundA, netlab.OutboundB}, 30*time.Second); err != nil {
 		return nil, err
 	}
 	return lab.Drive(policy, "bench-"+policy, listen, api, c.rounds, c.flowTimeout, c.gap), nil

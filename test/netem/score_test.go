@@ -82,7 +82,7 @@ func newScoreLab(t *testing.T) *netlab.ScoreLab {
 }
 
 // runLabPolicy runs switchyard with the lab's group under policy, waits
-// until the group has measured both nodes, drives the flows and stops it.
+// until both nodes are probed, drives the flows and stops it.
 // It returns the flows and what the servers' access logs said of them.
 func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, map[string]access) {
 	t.Helper()
@@ -90,13 +90,17 @@ func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) (*netlab.La
 	sy := startSwitchyard(t, lab.SwitchyardConfig(policy, "127.0.0.1:0", api, scoreCheckInterval))
 	sy.api = fmt.Sprintf("127.0.0.1:%d", api)
 	defer sy.Stop()
-	if err := netlab.WaitMeasured(sy.api, netlab.LabGroupTag, 30*time.Second); err != nil {
+	if err := netlab.WaitProbed(sy.api, []string{netlab.OutboundA, netlab.OutboundB}, 30*time.Second); err != nil {
 		t.Fatalf("%s: %v", policy, err)
 	}
 	before := accessCounts(lab)
 	start := time.Now()
 	run := lab.Drive(policy, policy, sy.addr(netlab.LabInbound), sy.api, scoreRounds, scoreFlowTimeout, 0)
 	t.Logf("%s: %d flows in %v", policy, len(run.Flows), time.Since(start).Round(time.Millisecond))
+	if policy == "score" {
+		stats, err := netlab.ScoreStats(sy.api)
+		t.Logf("score: the engine's statistics after the flows (%v):\n%s", err, stats)
+	}
 	time.Sleep(200 * time.Millisecond) // Xray's access log is written asynchronously
 	after := accessCounts(lab)
 	var lines []string

@@ -213,43 +213,65 @@ func LabTable(sites []string, runs ...*LabRun) string {
 // AllSites is every site of the lab, open then blocked.
 func (l *ScoreLab) AllSites() []string { return append(slices.Clone(l.Open), l.Blocked...) }
 
-// WaitMeasured waits until switchyard's API at api reports a TCP measure
-// for every candidate of the group tag, or until within has passed.
-func WaitMeasured(api, tag string, within time.Duration) error {
+// WaitProbed waits until switchyard's API at api reports a TCP (IPv4)
+// probe latency for every node of nodes (GET /switchyard/v1/nodes/{node}),
+// or until within has passed: the health engine has measured them, which
+// URLTest ranks by and Score takes as its probe baseline.
+func WaitProbed(api string, nodes []string, within time.Duration) error {
 	end := time.Now().Add(within)
 	c := http.Client{Timeout: 2 * time.Second}
-	var last string
+	probed := func(node string) (bool, string) {
+		resp, err := c.Get("http://" + api + "/switchyard/v1/nodes/" + node)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, resp.Status
+		}
+		var body struct {
+			States map[string]map[string]struct {
+				LatencyMS *float64 `json:"latency_ms"`
+			} `json:"states"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return false, err.Error()
+		}
+		return body.States["tcp"]["ipv4"].LatencyMS != nil, "no TCP latency yet"
+	}
 	for {
-		resp, err := c.Get("http://" + api + "/switchyard/v1/groups/" + tag)
-		if err == nil {
-			var body struct {
-				Networks map[string]struct {
-					Candidates []struct {
-						Member   string `json:"member"`
-						Measured bool   `json:"measured"`
-					} `json:"candidates"`
-				} `json:"networks"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			if err == nil {
-				cs := body.Networks["tcp"].Candidates
-				all := len(cs) > 0
-				for _, x := range cs {
-					all = all && x.Measured
-				}
-				if all {
-					return nil
-				}
-				last = fmt.Sprintf("%+v", cs)
+		all, why := true, ""
+		for _, n := range nodes {
+			ok, w := probed(n)
+			if !ok {
+				all, why = false, n+": "+w
+				break
 			}
 		}
-		if err != nil {
-			last = err.Error()
+		if all {
+			return nil
 		}
 		if time.Now().After(end) {
-			return fmt.Errorf("group %s not measured after %v: %s", tag, within, last)
+			return fmt.Errorf("nodes %v not probed after %v: %s", nodes, within, why)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// ScoreStats is switchyard's Score statistics at api (GET
+// /switchyard/v1/stats/score) as the API wrote them: the reason counters,
+// budget and pool per group and network, for the record of a run.
+func ScoreStats(api string) (string, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + api + "/switchyard/v1/stats/score")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return "", fmt.Errorf("GET /switchyard/v1/stats/score: %s: %w", resp.Status, err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	return string(b), err
 }
