@@ -35,7 +35,7 @@ type config struct {
 	xray, switchyard string
 	work, out        string
 	policies         []string
-	rounds           int
+	lead, rounds     int
 	delay            time.Duration
 	open, blocked    int
 	flowTimeout      time.Duration
@@ -55,10 +55,11 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.work, "work", os.Getenv("BENCH_WORK"), "folder for the configs and logs (env BENCH_WORK; default a new temporary one)")
 	fs.StringVar(&c.out, "out", os.Getenv("BENCH_OUT"), "also write the report to this file (env BENCH_OUT)")
 	fs.StringVar(&policies, "policies", benchkit.EnvString("BENCH_POLICIES", "urltest,score"), "the group's policies, one run each, in order (env BENCH_POLICIES)")
+	fs.IntVar(&c.lead, "lead", benchkit.EnvInt("BENCH_LEAD", 4), "rounds to the open sites only, before the rounds to every site (env BENCH_LEAD)")
 	fs.IntVar(&c.rounds, "rounds", benchkit.EnvInt("BENCH_ROUNDS", 20), "rounds of flows per policy: one new flow to every site each (env BENCH_ROUNDS)")
 	fs.DurationVar(&c.delay, "delay", benchkit.EnvDuration("BENCH_DELAY", 50*time.Millisecond), "node B's link delay, each way (env BENCH_DELAY)")
-	fs.IntVar(&c.open, "open", benchkit.EnvInt("BENCH_OPEN", 3), "sites both nodes serve (env BENCH_OPEN)")
-	fs.IntVar(&c.blocked, "blocked", benchkit.EnvInt("BENCH_BLOCKED", 3), "sites node A blackholes (env BENCH_BLOCKED)")
+	fs.IntVar(&c.open, "open", benchkit.EnvInt("BENCH_OPEN", 4), "sites both nodes serve (env BENCH_OPEN)")
+	fs.IntVar(&c.blocked, "blocked", benchkit.EnvInt("BENCH_BLOCKED", 2), "sites node A blackholes (env BENCH_BLOCKED)")
 	fs.DurationVar(&c.flowTimeout, "flow-timeout", benchkit.EnvDuration("BENCH_FLOW_TIMEOUT", 10*time.Second), "a flow's bound (env BENCH_FLOW_TIMEOUT)")
 	fs.DurationVar(&c.checkInterval, "check-interval", benchkit.EnvDuration("BENCH_CHECK_INTERVAL", 10*time.Second), "switchyard's [health] check_interval (env BENCH_CHECK_INTERVAL)")
 	fs.DurationVar(&c.gap, "gap", benchkit.EnvDuration("BENCH_GAP", 0), "pause between two flows (env BENCH_GAP)")
@@ -84,8 +85,8 @@ func parseFlags(args []string) (*config, error) {
 	switch {
 	case c.xray == "" || c.switchyard == "":
 		return nil, errors.New("-xray and -switchyard are required")
-	case c.rounds < 1:
-		return nil, errors.New("-rounds must be at least 1")
+	case c.rounds < 1 || c.lead < 0:
+		return nil, errors.New("-rounds must be at least 1 and -lead not negative")
 	case c.open < 1 || c.blocked < 1:
 		return nil, errors.New("-open and -blocked must be at least 1")
 	case c.delay < 0:
@@ -126,7 +127,7 @@ func run(c *config) (err error) {
 	fmt.Fprintf(&report, "link to node B: %s; %v each way, RTT %v\n", lab.Path.Mode, c.delay, lab.Path.RTT())
 	fmt.Fprintf(&report, "node A: Xray (VLESS over TLS) at %s on loopback, blackholes %s\n", lab.NodeA, strings.Join(lab.Blocked, ", "))
 	fmt.Fprintf(&report, "node B: Xray (VLESS over TLS) at %s in namespace %s, serves every site\n", lab.NodeB, lab.Path.NS)
-	fmt.Fprintf(&report, "flows: %d rounds per policy, one new flow (SOCKS5 CONNECT, GET) to each of %d sites per round\n\n", c.rounds, c.open+c.blocked)
+	fmt.Fprintf(&report, "flows: per policy %d rounds to the %d open sites, then %d rounds to all %d sites; one new flow (SOCKS5 CONNECT, GET) per site and round\n\n", c.lead, c.open, c.rounds, c.open+c.blocked)
 	fmt.Print(report.String())
 
 	var runs []*netlab.LabRun
@@ -185,7 +186,7 @@ func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, 
 	if err := netlab.WaitProbed(api, []string{netlab.OutboundA, netlab.OutboundB}, 30*time.Second); err != nil {
 		return nil, err
 	}
-	return lab.Drive(policy, "bench-"+policy, listen, api, c.rounds, c.flowTimeout, c.gap), nil
+	return lab.Drive(policy, "bench-"+policy, listen, api, c.lead, c.rounds, c.flowTimeout, c.gap), nil
 }
 
 // totals is each run's success rate over the open and the blocked sites,
