@@ -207,15 +207,6 @@ func checkScore(t *testing.T, run *netlab.LabRun, logs map[string]access) {
 	}
 }
 
-func carrierText(f netlab.LabFlow) string {
-	switch {
-	case f.Err != nil:
-		return "failed"
-	case f.Carrier == "":
-		return "served by no known node"
-	}
-	return "served by " + f.Carrier
-}
 
 // access is what the two servers' access logs say of one site.
 type access struct{ a, hole, b int }
