@@ -15,22 +15,27 @@ import (
 // delayed link serving every site (netlab.ScoreLab has the picture).
 //
 // The same flows run twice, once through a URLTest group over [A, B] and
-// once through a Score group over [A, B]: scoreRounds rounds, each one new
-// flow (a new connection to the mixed inbound, a GET) to every site. Which
-// node carried a flow is read from the servers' side: each node reaches
-// the sites from an address of its own and the sites record every
-// request's source; a blackholed flow reaches no site, and switchyard's
-// flow table (/connections, read while the flow is open) names the node
-// it was on. Asserted:
+// once through a Score group over [A, B]: scoreLead rounds to the open
+// sites alone (A serving them is the history the user has), then
+// scoreRounds rounds to every site, each round one new flow (a new
+// connection to the mixed inbound, a GET) per site. Which node carried a
+// flow is read from the servers' side: each node reaches the sites from
+// an address of its own and the sites record every request's source; a
+// blackholed flow reaches no site, and switchyard's flow table
+// (/connections, read while the flow is open) names the node it was on;
+// both servers' access logs must agree. Asserted:
 //
-//   - URLTest: every flow that got through went through A (the faster
-//     probe), every flow to an open site succeeded and every flow to a
-//     blocked site failed, on A, every round.
-//   - Score: the flows to a blocked site fail on A first, then move to B:
-//     the last scoreSettled rounds' flows to it all succeed, carried by B;
-//     the flows to the open sites stay on A: the last scoreSettled rounds'
-//     flows all succeed, carried by A, and A carries most of them over the
-//     whole run.
+//   - URLTest: every flow went through A (the faster probe), every flow
+//     to an open site succeeded and every flow to a blocked site failed,
+//     on A (A's access log shows each one blackholed), every round.
+//   - Score: some flow to a blocked site failed on A, and in the last
+//     scoreSettled rounds every flow to a blocked site succeeds through B
+//     but at most one (a budgeted trial of A); the flows to the open sites
+//     all succeed in those rounds, through A for most of each site's and
+//     for at least three quarters of them all (trials of B take the rest).
+//
+// URLTest fails the Score assertions (its blocked sites never succeed),
+// and so does a policy that moves everything to B.
 //
 // The per-site success rate and median time to the first byte of both
 // runs are logged as a table (bench/score writes the same table).
@@ -206,7 +211,6 @@ func checkScore(t *testing.T, run *netlab.LabRun, logs map[string]access) {
 		t.Errorf("score: A carried %d of the last %d rounds' %d flows to the sites both serve; want at least three quarters", openViaA, scoreSettled, openFlows)
 	}
 }
-
 
 // access is what the two servers' access logs say of one site.
 type access struct{ a, hole, b int }
