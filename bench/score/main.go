@@ -130,17 +130,23 @@ func run(c *config) (err error) {
 	fmt.Fprintf(&report, "flows: per policy %d rounds to the %d open sites, then %d rounds to all %d sites; one new flow (SOCKS5 CONNECT, GET) per site and round\n\n", c.lead, c.open, c.rounds, c.open+c.blocked)
 	fmt.Print(report.String())
 
-	var runs []*netlab.LabRun
+	var (
+		runs    []*netlab.LabRun
+		reasons strings.Builder
+	)
 	for _, policy := range c.policies {
 		fmt.Fprintf(os.Stderr, "measuring %s\n", policy)
-		r, err := runPolicy(c, lab, policy)
+		r, why, err := runPolicy(c, lab, policy)
 		if err != nil {
 			return fmt.Errorf("%s: %w", policy, err)
 		}
 		runs = append(runs, r)
+		if why != "" {
+			fmt.Fprintf(&reasons, "%s, the Score statistics after the flows (/switchyard/v1/stats/score):\n%s", policy, why)
+		}
 	}
 	table := "success rate and median time to the first byte per site (TTFB: from the connection to the proxy to the first response byte)\n" +
-		netlab.LabTable(lab.AllSites(), runs...) + "\n" + totals(lab, runs)
+		netlab.LabTable(lab.AllSites(), runs...) + "\n" + totals(lab, runs) + "\n" + reasons.String()
 	fmt.Print(table)
 	report.WriteString(table)
 	if c.out != "" {
@@ -156,37 +162,45 @@ func run(c *config) (err error) {
 }
 
 // runPolicy runs switchyard with the lab's group under policy, waits until
-// the group has measured both nodes and drives the flows.
-func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, error) {
+// both nodes are probed and drives the flows. It returns them and, for a
+// Score group, the engine's reason and trial counters after them.
+func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, string, error) {
 	port, err := benchkit.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	apiPort, err := benchkit.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	listen := fmt.Sprintf("127.0.0.1:%d", port)
 	api := fmt.Sprintf("127.0.0.1:%d", apiPort)
 	cfg := filepath.Join(c.work, "switchyard-"+policy+".toml")
 	if err := os.WriteFile(cfg, []byte(lab.SwitchyardConfig(policy, listen, apiPort, c.checkInterval)), 0o600); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if out, err := exec.Command(c.switchyard, "check", "-c", cfg).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("switchyard check refuses the config: %v\n%s", err, out)
+		return nil, "", fmt.Errorf("switchyard check refuses the config: %v\n%s", err, out)
 	}
 	p, err := benchkit.StartProc("switchyard "+policy, filepath.Join(c.work, "switchyard-"+policy+".log"), exec.Command(c.switchyard, "run", "-c", cfg))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer p.Stop()
 	if err := p.WaitListening(listen, 20*time.Second); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := netlab.WaitProbed(api, []string{netlab.OutboundA, netlab.OutboundB}, 30*time.Second); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return lab.Drive(policy, "bench-"+policy, listen, api, c.lead, c.rounds, c.flowTimeout, c.gap), nil
+	run := lab.Drive(policy, "bench-"+policy, listen, api, c.lead, c.rounds, c.flowTimeout, c.gap)
+	why := ""
+	if policy == "score" {
+		if why, err = netlab.ScoreReasons(api); err != nil {
+			return nil, "", err
+		}
+	}
+	return run, why, nil
 }
 
 // totals is each run's success rate over the open and the blocked sites,

@@ -104,8 +104,8 @@ func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) (*netlab.La
 	run := lab.Drive(policy, policy, sy.addr(netlab.LabInbound), sy.api, scoreLead, scoreRounds, scoreFlowTimeout, 0)
 	t.Logf("%s: %d flows in %v", policy, len(run.Flows), time.Since(start).Round(time.Millisecond))
 	if policy == "score" {
-		stats, err := netlab.ScoreStats(sy.api)
-		t.Logf("score: the engine's statistics after the flows (%v):\n%s", err, stats)
+		stats, err := netlab.ScoreReasons(sy.api)
+		t.Logf("score: the engine's counters after the flows (%v):\n%s", err, stats)
 	}
 	time.Sleep(200 * time.Millisecond) // Xray's access log is written asynchronously
 	after := accessCounts(lab)

@@ -3,6 +3,8 @@ package netlab
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -264,20 +266,61 @@ func WaitProbed(api string, nodes []string, within time.Duration) error {
 	}
 }
 
-// ScoreStats is switchyard's Score statistics at api (GET
-// /switchyard/v1/stats/score) as the API wrote them: the reason counters,
-// budget and pool per group and network, for the record of a run.
-func ScoreStats(api string) (string, error) {
+// ScoreReasons is one line per Score group and network with flows from
+// switchyard's Score statistics at api: the non-zero reason and candidate
+// counters and the trials, for a run's report.
+func ScoreReasons(api string) (string, error) {
 	c := http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get("http://" + api + "/switchyard/v1/stats/score")
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
-	var v any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+	var body struct {
+		Groups []struct {
+			Group   string           `json:"group"`
+			Network string           `json:"network"`
+			Reasons map[string]int64 `json:"reasons"`
+			Budget  struct {
+				Originals int64            `json:"originals"`
+				Trials    map[string]int64 `json:"trials"`
+			} `json:"budget"`
+		} `json:"groups"`
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
 		return "", fmt.Errorf("GET /switchyard/v1/stats/score: %s: %w", resp.Status, err)
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	return string(b), err
+	var all struct {
+		Groups []map[string]any `json:"groups"`
+	}
+	json.Unmarshal(raw, &all)
+	var b strings.Builder
+	for i, g := range body.Groups {
+		if g.Budget.Originals == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s: %d flows ranked;", g.Group, g.Network, g.Budget.Originals)
+		for _, k := range slices.Sorted(maps.Keys(g.Reasons)) {
+			if v := g.Reasons[k]; v > 0 {
+				fmt.Fprintf(&b, " %s %d", k, v)
+			}
+		}
+		if i < len(all.Groups) {
+			for _, k := range slices.Sorted(maps.Keys(all.Groups[i])) {
+				if v, ok := all.Groups[i][k].(float64); ok && v > 0 {
+					fmt.Fprintf(&b, ", %s %.0f", k, v)
+				}
+			}
+		}
+		b.WriteString("; trials:")
+		for _, k := range slices.Sorted(maps.Keys(g.Budget.Trials)) {
+			fmt.Fprintf(&b, " %s %d", k, g.Budget.Trials[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
 }
