@@ -40,6 +40,12 @@
 // a failover balancer) is never fixed here, so `fixed` stays "" and a
 // DELETE of one is 204 with nothing to clear, as mihomo answers for an
 // unfixed one; any other proxy (LoadBalance, an outbound) is 400.
+//
+// A Score group shows as a URLTest: now is the scorer's readonly pick for
+// a flow with no particular target (its aggregate TCP winner), PUT is
+// refused as for a URLTest and DELETE has nothing to clear. Its counters
+// are GET /switchyard/v1/stats/score, named by group, never by node or
+// target.
 package api
 
 import (

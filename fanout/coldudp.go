@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"time"
 
 	"switchyard/netx"
 	"switchyard/plane"
@@ -16,10 +17,16 @@ import (
 // and the winner comes back committed (plane.Plane.PreparePacket): the
 // losers left no session behind, and the winner's session is its
 // outbound's shared one before the first packet goes on raw. Otherwise
-// r's leaf is dialed.
-func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.PacketLink, cold bool, err error) {
+// r's leaf is dialed, after r's Score attempts are begun (rep; nil without
+// attempts): a refused Begin is returned as a *beginRefusal and nothing is
+// dialed. A cold preparation races leaves none of the attempts was made
+// for: they are released.
+func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.PacketLink, cold bool, rep *flowReport, err error) {
 	q := plane.Query{Network: netx.UDP, Family: netx.V4, Dst: r.flow.Dst}
-	if cands := r.target.ColdCandidates(&q); len(cands) > 0 {
+	cands := r.target.ColdCandidates(&q)
+	releaseAttempts(&q.Attempts)
+	if len(cands) > 0 {
+		releaseAttempts(&r.attempts)
 		c, raw, err := pl.PreparePacket(ctx, r.target, &q, cands, r.flow, func(leaf *plane.Target, phase netx.Phase, err error) {
 			l.reportPath(leaf.Node(), false)
 			l.reportPhase(leaf, phase, err)
@@ -31,14 +38,17 @@ func (l *Link) dial(ctx context.Context, r *routed, pl *plane.Plane) (raw netx.P
 			r.depth = copy(r.chain[:], c.Chain)
 			l.debug("udp fan-out: cold preparation through %s chose %s among %d candidates", r.via, c.Leaf.ID(), len(cands))
 		}
-		return raw, true, err
+		return raw, true, nil, err
+	}
+	if rep, err = beginReport(&r.attempts, time.Now()); err != nil {
+		return nil, false, nil, &beginRefusal{err}
 	}
 	est, dctx, cancel := pl.Begin(ctx)
 	raw, err = r.leaf.DialPacket(dctx, r.flow)
 	est.End()
 	cancel()
 	l.reportDial(ctx, r.leaf, est, err)
-	return raw, false, err
+	return raw, false, rep, err
 }
 
 // adopt files s, opened for the route's first pick, under id, the version

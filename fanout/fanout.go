@@ -22,6 +22,11 @@
 // comes back is used again almost at once. An open is bounded by the link's
 // life (Close cancels and waits for it) and by max(10 s, 4 × the default
 // connect timeout), so none can hang for ever.
+//
+// A packet whose selection went through Score groups hands their attempts
+// to the sub-link it opens, which reports on them for its whole life (its
+// setup, bytes, first reply and end; score.go); a packet that opens no
+// sub-link releases them.
 package fanout
 
 import (
@@ -172,11 +177,15 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 		return l.dropped()
 	}
 	s, v, evicted := l.claim(r, pl, p, to)
+	if v != opened {
+		// Only a sub-link this packet opens reports on its selection.
+		releaseAttempts(&r.attempts)
+	}
 	if evicted != nil {
 		evicted.Close()
 	}
 	switch v {
-	case queuedUp:
+	case opened, queuedUp:
 		return nil
 	case queueFull:
 		l.debug("udp fan-out: dropping a datagram for %s: %d are waiting for it to open", s.id, MaxQueued)
@@ -188,6 +197,9 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 		return net.ErrClosed
 	}
 	if err := s.link.WritePacket(p, to); err != nil {
+		if s.report != nil {
+			s.report.sendFailed(err)
+		}
 		if l.remove(s) {
 			s.link.Close()
 			l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
@@ -199,6 +211,9 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 			return l.write(p, to, sn)
 		}
 		return l.dropped()
+	}
+	if s.report != nil {
+		s.report.sentBytes(len(p))
 	}
 	l.sent(s, r.via)
 	return nil
@@ -224,6 +239,9 @@ type routed struct {
 	// for the packet files it in the tracker.
 	chain [plane.MaxGroupDepth + 2]string
 	depth int
+	// attempts are the Score attempts the selection made: a sub-link the
+	// packet opens owns them, otherwise they are released (see score.go).
+	attempts plane.Attempts
 }
 
 // path is the selection chain as a new slice, for the tracker to keep.
@@ -255,6 +273,13 @@ func (l *Link) route(pl *plane.Plane, to netx.Addr, s sniffed) (r routed, ok boo
 	}
 	r.leaf = target.Resolve(&l.query)
 	r.chain, r.depth = l.query.Chain, l.query.Depth
+	if l.query.Attempts.Len() > 0 {
+		r.attempts = l.query.Attempts
+		l.query.Attempts.Reset()
+		if r.leaf == nil {
+			releaseAttempts(&r.attempts)
+		}
+	}
 	return r, true
 }
 

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"switchyard/netx"
@@ -64,7 +65,26 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 	defer l.opens.Done()
 	defer s.cancel()
 	f := r.flow
-	raw, cold, err := l.dial(ctx, &r, pl)
+	raw, cold, rep, err := l.dial(ctx, &r, pl)
+	if refused := (*beginRefusal)(nil); errors.As(err, &refused) {
+		// The plan went stale before anything was dialed: the sub-link is
+		// refused, neither failed nor backed off; the next packet routes
+		// again.
+		l.mu.Lock()
+		l.detach(s)
+		q := s.take()
+		l.mu.Unlock()
+		l.discard(q)
+		l.debug("udp fan-out: not opening %s: %v", s.id, err)
+		return
+	}
+	if rep != nil && err != nil {
+		if ctx.Err() != nil || plane.Reloaded(err) {
+			rep.cancel()
+		} else {
+			rep.fail(err)
+		}
+	}
 	if err != nil && plane.Reloaded(err) && ctx.Err() == nil && l.cell.Load() != pl {
 		l.reroute(s)
 		return
@@ -108,6 +128,10 @@ func (l *Link) open(ctx context.Context, s *sub, r routed, pl *plane.Plane) {
 		Chain:       r.path(), // once per sub-link, never per packet
 	}
 	s.node = r.leaf.Node()
+	if rep != nil {
+		rep.setup(time.Now())
+		s.report = rep
+	}
 	pl.Hit(r.rule)
 	l.flush(s, l.tracker.Link(meta, raw), pl)
 }
@@ -141,6 +165,9 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		if l.closed || !l.has(s) {
 			q := s.take()
 			l.mu.Unlock()
+			if s.report != nil {
+				s.report.retire()
+			}
 			link.Close()
 			l.discard(q)
 			return
@@ -157,6 +184,9 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		l.mu.Unlock()
 		for i, p := range q {
 			if err := link.WritePacket(p.Payload(), p.Meta.to); err != nil {
+				if s.report != nil {
+					s.report.sendFailed(err)
+				}
 				l.mu.Lock()
 				removed := l.detach(s)
 				rest := s.take()
@@ -175,6 +205,9 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 				l.discard(q[i:])
 				l.discard(rest)
 				return
+			}
+			if s.report != nil {
+				s.report.sentBytes(len(p.Payload()))
 			}
 			p.Release()
 		}

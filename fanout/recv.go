@@ -45,6 +45,11 @@ func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
 		n, from, err := s.link.ReadPacket(*bp)
 		if err != nil {
 			netx.PutBuf(bp)
+			// The flow's Score outcome is taken before anything retires
+			// the sub-link or reports its health.
+			if s.report != nil {
+				s.report.readEnded(err)
+			}
 			if l.remove(s) {
 				s.link.Close()
 				l.debug("udp fan-out: sub-link %s ended: %v", s.id, err)
@@ -60,17 +65,26 @@ func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
 		if deliver != nil {
 			deliver((*bp)[:n], from)
 			netx.PutBuf(bp)
+			if s.report != nil {
+				s.report.deliveredBytes(n)
+			}
 			continue
 		}
 		select {
 		case l.recv <- delivery{buf: (*bp)[:n], from: from, ack: s.ack}:
 		case <-l.done:
 			netx.PutBuf(bp)
+			if s.report != nil {
+				s.report.retire()
+			}
 			return
 		}
 		// ReadPacket always acknowledges a datagram it took.
 		<-s.ack
 		netx.PutBuf(bp)
+		if s.report != nil {
+			s.report.deliveredBytes(n)
+		}
 	}
 }
 

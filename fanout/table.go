@@ -35,6 +35,9 @@ type sub struct {
 	// by its opener); replied is set by its reader at the first reply.
 	node    [16]byte
 	replied atomic.Bool
+	// report is the Score reports of the selection that opened the
+	// sub-link (nil: none), set by its opener before it is open.
+	report *flowReport
 }
 
 // verdict is what claim decided for one packet.
@@ -42,6 +45,7 @@ type verdict uint8
 
 const (
 	sendNow    verdict = iota // send it on the returned, open sub-link
+	opened                    // first in the queue of a sub-link it starts opening
 	queuedUp                  // queued on a sub-link being opened
 	queueFull                 // dropped: the opening sub-link's queue is full
 	backingOff                // dropped: the version's last open failed moments ago
@@ -98,7 +102,7 @@ func (l *Link) claim(r routed, pl *plane.Plane, p []byte, to netx.Addr) (s *sub,
 	}
 	l.opens.Add(1)
 	go l.open(ctx, s, r, pl)
-	return s, queuedUp, evicted
+	return s, opened, evicted
 }
 
 // preferred returns the version of the most recently used sub-link that the

@@ -251,3 +251,70 @@ func TestScoreGroupsNameEveryReachableLeaf(t *testing.T) {
 		t.Fatalf("leaf %q", leaf)
 	}
 }
+
+// A Score group whose only leaf is dead still serves it for TCP (the last
+// resort) inside its serving pool: the flow carries the group's attempt,
+// and no reason is counted for it.
+func TestAScoreGroupsLastResortEntersItsPool(t *testing.T) {
+	var eng *score.Engine
+	c := newClock()
+	e := build(t, []spec.Group{auto("score", "s", "a")}, leaves("a"), withScore(&eng, c))
+	e.m.ConfigureScore(c.Now())
+	e.h.kill("a")
+	leaf, _, q := flow(t, e, "s", scoreDst)
+	if leaf != "a" || q.Attempts.Len() != 1 {
+		t.Fatalf("leaf %q, %d attempts: want the dead only leaf with the group's attempt", leaf, q.Attempts.Len())
+	}
+	r, err := q.Attempts.At(0).Begin(c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Cancel(c.Now())
+	if n := reasons(e.m, "s"); n != 0 {
+		t.Fatalf("%d reasons counted for a last resort", n)
+	}
+	if _, _, q := flow(t, e, "s", scoreDst); q.Attempts.Len() != 1 {
+		t.Fatal("the second last-resort flow carries no attempt")
+	} else {
+		q.Attempts.Release(c.Now())
+	}
+	// UDP keeps normal exclusion.
+	if l := e.udp("s"); l != "" {
+		t.Fatalf("UDP served the dead leaf %q", l)
+	}
+}
+
+// A Selector sub-group is one candidate of its Score parent (its choice's
+// leaf): the parent ranks it and keeps its attempt on the walk.
+func TestAScoreParentAttributesThroughASelectorChild(t *testing.T) {
+	var eng *score.Engine
+	c := newClock()
+	e := build(t, []spec.Group{auto("score", "outer", "pin", "c"), sel("pin", "a", "b")}, leaves("a", "b", "c"), withScore(&eng, c))
+	e.m.ConfigureScore(c.Now())
+	e.h.kill("c")
+	leaf, chain, q := flow(t, e, "outer", scoreDst)
+	if leaf != "a" || !equal(chain, []string{"outer", "pin", "a"}) || q.Attempts.Len() != 1 {
+		t.Fatalf("leaf %q chain %v, %d attempts", leaf, chain, q.Attempts.Len())
+	}
+	q.Attempts.Release(c.Now())
+}
+
+// A Score group under another policy ranks for real only when the walk
+// goes through it: a URLTest parent's quiet ranking of its members peeks
+// (no reason counted), its chosen Score member then adds its attempt.
+func TestAScoreGroupUnderAURLTestRanksOnceForReal(t *testing.T) {
+	var eng *score.Engine
+	c := newClock()
+	e := build(t, []spec.Group{auto("urltest", "auto", "smart"), auto("score", "smart", "a", "b")}, leaves("a", "b"), withScore(&eng, c))
+	e.m.ConfigureScore(c.Now())
+	for i := range 3 {
+		leaf, chain, q := flow(t, e, "auto", scoreDst)
+		if leaf == "" || !equal(chain, []string{"auto", "smart", leaf}) || q.Attempts.Len() != 1 {
+			t.Fatalf("leaf %q chain %v, %d attempts", leaf, chain, q.Attempts.Len())
+		}
+		q.Attempts.Release(c.Now())
+		if n := reasons(e.m, "smart"); n != int64(i+1) {
+			t.Fatalf("after %d flows, %d reasons: the quiet ranking counted", i+1, n)
+		}
+	}
+}

@@ -36,11 +36,6 @@ var (
 		"Logically accounted allocation of the Score comparison store (bounded at 1 MiB).")
 )
 
-func init() {
-	allDescs = append(allDescs, scoreReasonsDesc, scoreSwitchesDesc, scoreCandidatesDesc, scoreTrialsDesc,
-		scoreOriginalsDesc, scoreCreditDesc, scorePoolDesc, scoreCellsDesc, scoreComparisonBytesDesc)
-}
-
 // score emits the Score series of the groups in force.
 func (s *snapshots) score(ch chan<- prometheus.Metric, src Source, k *known) {
 	ss, ok := src.(ScoreSource)

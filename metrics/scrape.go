@@ -66,6 +66,8 @@ var allDescs = []*prometheus.Desc{
 	admissionLimitDesc, admissionInUseDesc, admissionWaitingDesc,
 	dnsQueriesDesc, dnsHitsDesc, dnsFailuresDesc, dnsLatencyDesc, dnsServedDesc, dnsAnswersDesc,
 	warmPooledDesc, warmBoundDesc, warmUpDesc, warmOwnedDesc,
+	scoreReasonsDesc, scoreSwitchesDesc, scoreCandidatesDesc, scoreTrialsDesc,
+	scoreOriginalsDesc, scoreCreditDesc, scorePoolDesc, scoreCellsDesc, scoreComparisonBytesDesc,
 }
 
 // dnsBounds are dns.LatencyBounds in seconds, the histogram's buckets.

@@ -52,6 +52,9 @@ const (
 	// FaultLocalRefusal: this process refused the work itself (dial
 	// admission, a size or capacity bound): the upstream is not to blame.
 	FaultLocalRefusal
+	// FaultRetired: this process closed the carrier under the flow (a
+	// purge, a reload, the outbound's close): no failure of anyone's.
+	FaultRetired
 
 	faultEnd
 )
@@ -71,6 +74,7 @@ var faultNames = [...]string{
 	FaultVMessEOFBeforeHeader: "vmess eof before header",
 	FaultVMessBadHeader:       "vmess bad header",
 	FaultLocalRefusal:         "local refusal",
+	FaultRetired:              "retired",
 }
 
 func (f Fault) String() string {

@@ -199,12 +199,13 @@ func (sf *scoreFlow) dialed(at time.Time, err error, neutral bool) {
 
 // neutralDialError reports whether a dial's failure is no evidence against
 // the upstream, for Score: it earns no failure and permits no retry. The
-// client left (ctx), a reload overtook the dial, a route's block, or the
+// client left (ctx), a reload overtook the dial, a local refusal, or the
 // establishment expired while still waiting for physical admission (a
-// local capacity refusal, not a timeout of the node).
+// local capacity refusal, not a timeout of the node; an expiry while
+// resolving the server stays an ordinary timeout).
 func neutralDialError(ctx, dctx context.Context, est *netx.Establishment, err error) bool {
 	return ctx.Err() != nil || plane.Reloaded(err) || localRefusal(err) ||
-		est.Expired(dctx) && est.Phase() <= netx.PhaseAdmission
+		est.Expired(dctx) && est.Phase() == netx.PhaseAdmission
 }
 
 // localRefusal reports whether a dial's failure is this process's own

@@ -396,3 +396,32 @@ func TestAFlowClosedWithoutARelayIsCancelled(t *testing.T) {
 	})
 	wantEvents(t, a, "begin", "setup", "cancel")
 }
+
+// A dial whose establishment runs out waiting for dial admission is this
+// process's capacity refusal: the attempt is cancelled, not failed, and
+// no retry follows.
+func TestACapacityRefusalCancelsAndIsNotRetried(t *testing.T) {
+	adm := netx.NewAdmission(netx.NewGate(1), 1)
+	if err := adm.Acquire(context.Background()); err != nil { // the only permit, held
+		t.Fatal(err)
+	}
+	defer adm.Release()
+	waiting := dialFunc(func(ctx context.Context, _ netx.Flow) (net.Conn, error) {
+		if err := netx.Admit(ctx); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("admitted")
+	})
+	a := &fakeAttempt{}
+	ch := &scoreChooser{leaves: []*plane.Target{fakeLeaf("a", waiting), fakeLeaf("b", waiting)}, attempts: [][]*fakeAttempt{{a}, {}}}
+	c := scoreConnector(ch)
+	p := c.cell.Load()
+	p.Admission, p.Establish = adm, 50*time.Millisecond
+	if _, err := c.ConnectStream(context.Background(), netx.Flow{Dst: scoreDst}); err == nil {
+		t.Fatal("a dial with no admission permit succeeded")
+	}
+	wantEvents(t, a, "begin", "cancel")
+	if ch.retries != 0 {
+		t.Fatal("a capacity refusal was retried")
+	}
+}

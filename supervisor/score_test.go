@@ -3,12 +3,14 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"switchyard/config"
+	"switchyard/group/score"
 	"switchyard/health"
 	"switchyard/netx"
 	"switchyard/test/socksclient"
@@ -137,5 +139,68 @@ final = "GROUP"
 	}
 	if r, _ := tcpStats("smart"); r != -1 {
 		t.Fatal("the renamed group's counters are still served")
+	}
+}
+
+// A Score pick whose node cannot be reached is retried once on the other
+// node within the flow's deadline: no flow fails, and the dead node is
+// counted against (the group leaves it at once after its failure).
+func TestAScorePickThatFailsToConnectIsRetriedOnAnotherNode(t *testing.T) {
+	dead, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dead.Addr().String()
+	dead.Close()
+	text := `
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:0"
+[[outbounds]]
+tag = "gone"
+type = "socks"
+server = "` + addr + `"
+[[outbounds]]
+tag = "d1"
+type = "direct"
+[[groups]]
+tag = "smart"
+policy = "score"
+members = ["gone", "d1"]
+[health]
+tcp_check_url = []
+udp_check_dns = []
+check_interval = "1h"
+[route]
+final = "smart"
+`
+	s, _, err := config.Parse([]byte(text), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, proxy := run(t, s, Options{})
+	dst := tcpEcho(t)
+	for i := range 6 {
+		c, err := socksclient.Dial(proxy, dst, "", "")
+		if err != nil {
+			t.Fatalf("flow %d: %v", i, err)
+		}
+		if err := echoOnce(c, "hi"); err != nil {
+			t.Fatalf("flow %d: %v", i, err)
+		}
+		c.Close()
+	}
+	var st *score.GroupStats
+	for _, g := range sv.ScoreStats().Groups {
+		if g.Group == "smart" && g.Network == "tcp" {
+			st = &g.GroupStats
+		}
+	}
+	if st == nil || st.Budget.Originals != 6 {
+		t.Fatalf("stats %+v: want six originals (the retries earn none)", st)
+	}
+	if c := sv.ScoreStats().Cache; c.ExactCells == 0 || c.AggregateCells == 0 {
+		t.Fatalf("cache %+v: the flows' reports never reached the engine", c)
 	}
 }

@@ -31,8 +31,10 @@ const (
 // stream.
 var ErrDatagrams = errors.New("a proxy transport carries no datagrams of its own")
 
-// ErrClosed is the error of a dial on a closed Dialer.
-var ErrClosed = errors.New("transport: the dialer is closed")
+// ErrClosed is the error of a dial on a closed Dialer, and of the streams
+// of a shared connection the Dialer's close ended: netx.FaultRetired, no
+// failure of the upstream.
+var ErrClosed error = &netx.FaultError{Kind: netx.FaultRetired, Err: errors.New("transport: the dialer is closed")}
 
 // DefaultUserAgent is sent by the HTTP-based transports (WebSocket, HTTP
 // upgrade, gRPC) unless the ws headers name another: a desktop Chrome.

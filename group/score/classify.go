@@ -13,6 +13,7 @@ package score
 //	  track.ErrKilled                       killed or interrupted through the tracker
 //	  outbound.ErrBlocked, outbound.ErrNoUDP  a route's block; an outbound without datagrams
 //	  netx.FaultLocalRefusal                dial admission ran out waiting, a size or capacity bound
+//	  netx.FaultRetired                     this process closed the carrier (a purge, a reload)
 //	  context.Canceled                      the flow's owner gave up
 //	  net.ErrClosed                         this side closed the conn or link
 //	typed fault                           the kind the fault names, before or after setup:
@@ -72,6 +73,7 @@ var faultKinds = [...]FailureKind{
 	netx.FaultVMessEOFBeforeHeader: VMessEOFBeforeHeader,
 	netx.FaultVMessBadHeader:       VMessBadHeader,
 	netx.FaultLocalRefusal:         0, // neutral, answered before the table
+	netx.FaultRetired:              0,
 }
 
 // Classify maps err, the upstream error that ended a flow, to its Failure;
@@ -84,7 +86,7 @@ func Classify(err error, afterSetup bool) (f Failure, neutral bool) {
 		return Failure{}, true
 	}
 	if fault, ep := netx.FaultOf(err); fault != netx.FaultNone {
-		if fault == netx.FaultLocalRefusal {
+		if fault == netx.FaultLocalRefusal || fault == netx.FaultRetired {
 			return Failure{}, true
 		}
 		if int(fault) < len(faultKinds) && faultKinds[fault] != 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/fanout"
 	"switchyard/group/score"
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -20,6 +21,7 @@ import (
 	"switchyard/outbound/vmess"
 	"switchyard/outbound/wireguard"
 	"switchyard/plane"
+	"switchyard/protocol/shadowsocks"
 	"switchyard/protocol/socks5"
 	"switchyard/protocol/vless"
 	protovmess "switchyard/protocol/vmess"
@@ -196,6 +198,10 @@ func establishmentTimeout(t *testing.T) error {
 	return err
 }
 
+// errTooLarge is the runtime's size refusal as a protocol client returns
+// it (the Shadowsocks codec's, exported).
+var errTooLarge = shadowsocks.ErrFrameTooLarge
+
 func TestClassify(t *testing.T) {
 	carrier := netx.WithEpisode(errors.New("grpc: the connection to the server broke: EOF"), netx.FaultCarrier, netx.NewEpisode())
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -232,6 +238,8 @@ func TestClassify(t *testing.T) {
 		{"timeout before setup", establishmentTimeout(t), false, score.UnknownPreSetup},
 		{"io after setup", errors.New("read tcp: connection reset by peer"), true, score.FlowIO},
 		{"timeout after setup", context.DeadlineExceeded, true, score.FlowIO},
+		{"udp sub-link without a reply", fanout.ErrNoReply, true, score.FlowIO},
+		{"udp open without a reply", fanout.ErrNoReply, false, score.UnknownPreSetup},
 
 		{"admission wait", admissionTimeout(t), false, 0},
 		{"drained", plane.ErrDrained, true, 0},
@@ -241,6 +249,8 @@ func TestClassify(t *testing.T) {
 		{"no udp", &outbound.NoUDPError{What: "http"}, false, 0},
 		{"cancelled", context.Cause(cancelled), false, 0},
 		{"closed here", fmt.Errorf("read: %w", net.ErrClosed), true, 0},
+		{"carrier retired here", netx.WithFault(errors.New("hysteria2: the connection behind this association is gone"), netx.FaultRetired), true, 0},
+		{"datagram too large", fmt.Errorf("xudp: %w", errTooLarge), true, 0},
 		{"nil", nil, true, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -331,6 +331,22 @@ func (s *Slot[T]) start(caller context.Context) *attempt[T] {
 	return a
 }
 
+// sharedDial gives err, the failure of an establishment every waiter
+// shares, one episode (netx.NewEpisode), so that each flow it fails reports
+// the same failure: under netx.FaultSharedDial, or under the fault err
+// already names. This process's own refusals and retirements stay as they
+// are.
+func sharedDial(err error) error {
+	f, ep := netx.FaultOf(err)
+	switch {
+	case f == netx.FaultLocalRefusal || f == netx.FaultRetired || ep != 0:
+		return err
+	case f == netx.FaultNone:
+		f = netx.FaultSharedDial
+	}
+	return netx.WithEpisode(err, f, netx.NewEpisode())
+}
+
 // finish publishes an establishment's outcome; counts tells whether a
 // failure counts toward the backoff.
 func (s *Slot[T]) finish(a *attempt[T], v T, err error, counts bool) {
@@ -350,6 +366,9 @@ func (s *Slot[T]) finish(a *attempt[T], v T, err error, counts bool) {
 			s.failures++
 			s.retryAt = now.Add(s.policy.Wait(s.failures))
 			s.lastErr, s.lastAt = err, now
+			if err != ErrTaskGone {
+				err = sharedDial(err) // what every waiter gets
+			}
 		}
 	default:
 		s.gen++

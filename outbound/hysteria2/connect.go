@@ -30,10 +30,16 @@ type conn struct {
 	noDatagrams atomic.Bool // a send found the server without QUIC datagrams
 
 	server netip.AddrPort // the address of the server it runs to
-	// gone is what every link of the connection fails with once it ended:
-	// errGone as one shared-carrier failure with the connection's own
-	// episode (netx.FaultCarrier), the same for all its flows.
-	gone error
+	// episode names the connection's loss (netx.NewEpisode): every flow
+	// on it that the loss ends reports that one failure. gone is errGone
+	// as that shared-carrier failure (netx.FaultCarrier); retired is errGone
+	// once this side closed the connection (a purge, the outbound's close:
+	// netx.FaultRetired, no failure). fate is which came first: 0 while the
+	// connection is up, fateLost once an end this side did not cause was
+	// seen, fateRetired once Close began before that.
+	episode       uint64
+	gone, retired error
+	fate          atomic.Int32
 
 	done      chan struct{} // closed once the connection ended (slot.Resource)
 	doneOnce  sync.Once
@@ -42,8 +48,9 @@ type conn struct {
 }
 
 func newConn(cl client.Client, info *client.HandshakeInfo, to netip.AddrPort) *conn {
+	ep := netx.NewEpisode()
 	c := &conn{client: cl, udp: info.UDPEnabled, tx: info.Tx, server: to, done: make(chan struct{}),
-		gone: netx.WithEpisode(errGone, netx.FaultCarrier, netx.NewEpisode())}
+		episode: ep, gone: netx.WithEpisode(errGone, netx.FaultCarrier, ep), retired: netx.WithFault(errGone, netx.FaultRetired)}
 	if info.UDPEnabled {
 		if s, err := cl.UDP(); err == nil {
 			c.sentinel = s
@@ -63,6 +70,7 @@ func (c *conn) watch() {
 			break
 		}
 	}
+	c.fate.CompareAndSwap(0, fateLost)
 	c.markDone()
 }
 
@@ -86,6 +94,7 @@ func (c *conn) dead() bool {
 // Close ends the connection and every flow on it; it closes the socket and
 // waits for the sentinel's watcher.
 func (c *conn) Close() {
+	c.fate.CompareAndSwap(0, fateRetired)
 	c.closeOnce.Do(func() {
 		if c.sentinel != nil {
 			c.sentinel.Close()
@@ -195,6 +204,36 @@ type timeoutError struct{ d time.Duration }
 func (e *timeoutError) Error() string   { return fmt.Sprintf("no answer within %s", e.d) }
 func (e *timeoutError) Timeout() bool   { return true }
 func (e *timeoutError) Temporary() bool { return true }
+
+// The fates of a connection (conn.fate).
+const (
+	fateLost    = 1
+	fateRetired = 2
+)
+
+// lost is the error of a link whose connection ended: the shared carrier's
+// failure, or its retirement when this side had closed it first.
+func (c *conn) lost() error {
+	c.fate.CompareAndSwap(0, fateLost)
+	if c.fate.Load() == fateRetired {
+		return c.retired
+	}
+	return c.gone
+}
+
+// carrier marks err, a stream's failure, with the connection's loss when
+// it is one (connectionGone): the same episode for every stream, or a
+// retirement when this side closed the connection.
+func (c *conn) carrier(err error) error {
+	if err == nil || !connectionGone(err) {
+		return err
+	}
+	c.fate.CompareAndSwap(0, fateLost)
+	if c.fate.Load() == fateRetired {
+		return netx.WithFault(err, netx.FaultRetired)
+	}
+	return netx.WithEpisode(err, netx.FaultCarrier, c.episode)
+}
 
 // connectionGone reports whether err says the QUIC connection itself ended
 // (as opposed to one stream or one request failing).

@@ -18,7 +18,7 @@ var (
 	errNoUsableAddress = errors.New("hysteria2: the server name resolved to no usable address")
 	errBackoff         = netx.WithFault(errors.New("hysteria2: connection is down, waiting before the next attempt"), netx.FaultSharedDial)
 	errNoCertificates  = errors.New("hysteria2: the CA file contains no certificates")
-	errClosed          = errors.New("hysteria2: the outbound is closed")
+	errClosed          = netx.WithFault(errors.New("hysteria2: the outbound is closed"), netx.FaultRetired)
 )
 
 // The errors of a datagram link.

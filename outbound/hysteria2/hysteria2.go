@@ -179,7 +179,9 @@ func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *slot
 		s, err := r.V.client.TCP(f.Dst.String())
 		if err != nil {
 			r.Release()
-			if connectionGone(err) {
+			gone := connectionGone(err)
+			err = r.V.carrier(err) // before Lost closes the connection
+			if gone {
 				o.slot.Lost(r)
 				if try == 0 {
 					continue
@@ -196,10 +198,12 @@ func (o *Outbound) dialStream(ctx context.Context, f netx.Flow) (net.Conn, *slot
 		if err != nil {
 			s.Close()
 			r.Release()
-			if connectionGone(err) {
+			gone := connectionGone(err)
+			err = r.V.carrier(refusal(err)) // before Lost closes the connection
+			if gone {
 				o.slot.Lost(r)
 			}
-			return nil, nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, refusal(err))
+			return nil, nil, fmt.Errorf("hysteria2: %s: %w", f.Dst, err)
 		}
 		return s, r, nil
 	}

@@ -51,7 +51,7 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 	}
 	if l.gone.Load() || l.conn.dead() {
 		// quic-go drops a datagram sent on a closed connection silently.
-		return l.conn.gone
+		return l.conn.lost()
 	}
 	addr := l.names.format(to)
 	if udpHeaderSize(addr)+len(p) > maxUDPSize {
@@ -66,8 +66,9 @@ func (l *packetLink) WritePacket(p []byte, to netx.Addr) error {
 		l.out.refuseUDP(errNoDatagrams)
 		return errNoDatagrams
 	case connectionGone(err):
+		lost := l.conn.lost() // before Lost closes the connection
 		l.out.slot.Lost(l.res)
-		return l.conn.gone
+		return lost
 	}
 	return fmt.Errorf("hysteria2: sending to %s: %w", to, err)
 }
@@ -116,8 +117,9 @@ func (l *packetLink) receive() ([]byte, netx.Addr, error) {
 			}
 			// Only the connection's end closes a session this link did not.
 			l.gone.Store(true)
+			lost := l.conn.lost() // before Lost closes the connection
 			l.out.slot.Lost(l.res)
-			return nil, netx.Addr{}, l.conn.gone
+			return nil, netx.Addr{}, lost
 		}
 		if from, ok := parseAuthority(addr); ok {
 			return data, from, nil

@@ -3,6 +3,7 @@ package hysteria2
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
 
@@ -51,6 +52,25 @@ type stream struct {
 	out    *Outbound
 	res    *slot.Res[*conn]
 	closed atomic.Bool
+}
+
+// Read reads the flow; the connection's loss fails it as the shared
+// carrier's (conn.carrier).
+func (s *stream) Read(p []byte) (int, error) {
+	n, err := s.Conn.Read(p)
+	if err != nil && err != io.EOF {
+		err = s.res.V.carrier(err)
+	}
+	return n, err
+}
+
+// Write writes the flow; the connection's loss fails it as Read's does.
+func (s *stream) Write(p []byte) (int, error) {
+	n, err := s.Conn.Write(p)
+	if err != nil {
+		err = s.res.V.carrier(err)
+	}
+	return n, err
 }
 
 func (s *stream) Close() error {
