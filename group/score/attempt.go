@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"switchyard/netx"
 )
 
 // ErrAttemptDone is Begin's refusal of an attempt already begun or
@@ -70,6 +68,7 @@ func (a *Attempt) Begin(at time.Time) (*Flow, error) {
 		return &Flow{}, nil
 	}
 	f := &Flow{e: e, rep: rep, g: a.g, scope: a.scope, bk: a.bk, trial: a.trial, res: a.res, began: at.UnixNano()}
+	f.pool = e.pools.peek(a.scope.Group, a.scope.Network)
 	if !a.trial {
 		if u := a.g.unfinished[a.scope.Node]; u != nil {
 			f.unf = &u[netIndex(a.scope.Network)]
@@ -104,6 +103,7 @@ type Flow struct {
 	res   Reservation
 	unf   *atomic.Int32
 	began int64
+	pool  *Pool // the group's pool on the network at Begin (nil: none)
 
 	mu      sync.Mutex
 	setupAt int64
@@ -141,7 +141,7 @@ func (f *Flow) Response(at time.Time) {
 	f.win.responded = true
 	f.mu.Unlock()
 	lat, rec := f.rep.responseObserved(at)
-	if lat > 0 && f.scope.Target != (netx.Addr{}) {
+	if lat > 0 {
 		f.compare(cmpResponse, at, float64(lat)/float64(time.Millisecond))
 	}
 	if rec {
@@ -187,12 +187,11 @@ func (f *Flow) goodput(at time.Time, up, down float64) {
 // compare feeds the comparison store, admission following serving
 // membership.
 func (f *Flow) compare(m cmpMetric, at time.Time, v float64) {
-	tgt, ok, err := normalizeTarget(f.scope.Target)
-	if !ok || err != nil {
+	if !f.rep.hasTarget {
 		return
 	}
-	k := cmpKey{group: f.scope.Group, node: f.scope.Node, net: f.scope.Network, fam: uint8(f.rep.key.fam), tgt: tgt}
-	f.e.cmp.add(k, int64(BlockWidth), m, at.UnixNano(), v, f.rep.id, f.e.admits(f.g, f.scope.Network, f.scope.Node))
+	k := cmpKey{group: f.scope.Group, node: f.scope.Node, net: f.scope.Network, fam: uint8(f.rep.key.fam), tgt: f.rep.key.tgt}
+	f.e.cmp.add(k, int64(BlockWidth), m, at.UnixNano(), v, f.rep.id, f.admits())
 }
 
 // end marks the flow ended at t; false when it already was.
@@ -234,8 +233,8 @@ func (f *Flow) Settle(at time.Time) {
 	useful := f.rep.useful()
 	f.rep.Settle(at)
 	if useful {
-		if p := f.e.pools.peek(f.scope.Group, f.scope.Network); p != nil {
-			p.NodeOK(f.scope.Node)
+		if f.pool != nil {
+			f.pool.NodeOK(f.scope.Node)
 		}
 	}
 	if f.trial {
@@ -262,11 +261,11 @@ func (f *Flow) Fail(at time.Time, failure Failure) {
 		return
 	}
 	f.rep.Fail(at, failure)
-	tgt, targeted, _ := normalizeTarget(f.scope.Target)
-	nodeScoped := !targeted || failure.Kind.Provenance() == NodeScoped
+	tgt := f.rep.key.tgt
+	nodeScoped := !f.rep.hasTarget || failure.Kind.Provenance() == NodeScoped
 	if nodeScoped {
-		if p := f.e.pools.peek(f.scope.Group, f.scope.Network); p != nil {
-			p.NodeFailed(f.scope.Node, at)
+		if f.pool != nil {
+			f.pool.NodeFailed(f.scope.Node, at)
 		}
 		f.e.cmp.fence(f.scope.Group, f.scope.Network, f.scope.Node, f.rep.key.fam, nil)
 	} else {
@@ -296,4 +295,18 @@ func (f *Flow) Cancel(at time.Time) {
 	if f.trial {
 		f.e.budget.Settle(f.res, TrialInconclusive)
 	}
+}
+
+// admits is comparison-cell admission for the flow's node: membership of
+// the pool it was planned in (a pool replaced by a reload since has no
+// members), the four recent Apply winners, or initial collection.
+func (f *Flow) admits() bool {
+	if f.pool == nil {
+		return f.e.admits(f.g, f.scope.Network, f.scope.Node)
+	}
+	init, member := f.pool.admits(f.scope.Node)
+	if !init || member {
+		return true
+	}
+	return f.g.c.nets[netIndex(f.scope.Network)].recentWinner(f.scope.Node)
 }

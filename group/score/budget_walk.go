@@ -26,7 +26,8 @@ type Challenger struct {
 	Unfinished  int  // its unfinished non-trial work; its trials are the budget's own
 	ProbeRank   int  // configured-probe order, lower first; breaks never-selected ties
 
-	idx int // the Engine's candidate index
+	idx  int     // the Engine's candidate index
+	ntgt *target // Target already normalized (the Engine's rank), or nil
 
 	// Filled by Walk.
 	member  bool   // configured
@@ -94,8 +95,14 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Challenger) WalkResult
 		if !c.member || c.Question != Recovery && c.Completions+c.Unfinished+c.open >= sel.Completions {
 			continue
 		}
-		tk, err := trialKeyOf(Trial{Node: c.Node, Question: c.Question, Target: c.Target})
-		if err != nil {
+		var tk trialKey
+		var err error
+		if c.ntgt != nil {
+			tk = trialKey{node: c.Node, q: c.Question}
+			if c.Question != Qualification {
+				tk.tgt = *c.ntgt
+			}
+		} else if tk, err = trialKeyOf(Trial{Node: c.Node, Question: c.Question, Target: c.Target}); err != nil {
 			continue
 		}
 		r, err := b.reserveIn(w, k, tk, c.inc, sel.Usable, now, blocked)

@@ -315,7 +315,13 @@ type pairResult struct {
 // compare returns the gains of metric m of c over i on their shared live
 // blocks at now.
 func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
-	var out [nCmp]metricGain
+	out, _ := comparePairShared(i, c, now, probe)
+	return out
+}
+
+// comparePairShared is comparePair, also reporting whether the cells
+// share any live block at all.
+func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGain, shared bool) {
 	var si, sc [nCmp]side
 	oldest := int64(0)
 	for bi := range i.blocks {
@@ -327,6 +333,7 @@ func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
 			if c.blocks[bj].start != b.start {
 				continue
 			}
+			shared = true
 			if oldest == 0 || b.start < oldest {
 				oldest = b.start
 			}
@@ -340,7 +347,7 @@ func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
 		// The weaker side's latest support bounds the cohort too.
 		w := time.Duration(i.width)
 		if min(i.latest, c.latest)+int64(max(BlockExpiry, w)) <= now {
-			return out
+			return out, shared
 		}
 	}
 	for m := range out {
@@ -357,7 +364,7 @@ func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
 			out[m] = metricGain{gain: (b - a) / a, known: true}
 		}
 	}
-	return out
+	return out, shared
 }
 
 // blockLive: a business block lives until its start plus BlockExpiry; a
@@ -408,9 +415,11 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		if cc == nil {
 			continue
 		}
-		g := comparePair(ci, cc, now, false)
+		g, shared := comparePairShared(ci, cc, now, false)
 		if !g[cmpResponse].known {
-			res.partial = true
+			// Unqualified matched targets leave the comparison partial;
+			// those without common live blocks are outside the cohort.
+			res.partial = res.partial || shared
 			continue
 		}
 		text := ci.key.tgt.text

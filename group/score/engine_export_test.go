@@ -26,3 +26,6 @@ func (e *Engine) PairBasis(sc Scope, i, c Scope) (basis int, gains [3]float64, k
 	}
 	return int(pr.basis), gains, known
 }
+
+// CheckLedgers checks every budget scope's inequality and counts.
+func (e *Engine) CheckLedgers() error { return e.budget.CheckLedgers() }

@@ -44,9 +44,6 @@ func (h *eng) req(tgt netx.Addr) *score.Request {
 	return r
 }
 
-// leaf is the 1-based leaf number of a decision.
-func leaf(d score.Decision) int { return d.Index + 1 }
-
 // flow ranks r, begins the attempt and runs a useful flow on it; it
 // returns the decision.
 func (h *eng) useful(r *score.Request) score.Decision {

@@ -185,7 +185,10 @@ func (e *Engine) admits(g *groupState, network netx.Network, node health.NodeID)
 		return false
 	}
 	p := e.pools.peek(g.id, network)
-	if p == nil || !p.Initialized() || p.hasLeaf(node) {
+	if p == nil {
+		return true
+	}
+	if init, member := p.admits(node); !init || member {
 		return true
 	}
 	return g.c.nets[netIndex(network)].recentWinner(node)

@@ -132,8 +132,11 @@ func TestEngineFlowFeedsRanking(t *testing.T) {
 
 // trial returns a funded trial decision of a three-leaf group whose leaf
 // 1 is trained.
-func trial(t *testing.T) (*eng, score.Decision) {
-	h := newEng(t, 3)
+func trial(t *testing.T) (*eng, score.Decision) { return trialIn(t, 3) }
+
+// trialIn is trial in a group of n leaves.
+func trialIn(t *testing.T, n int) (*eng, score.Decision) {
+	h := newEng(t, n)
 	h.served(1, target(1), 6, 10*time.Millisecond)
 	d := h.e.Rank(h.now(), h.req(target(1)))
 	if !d.Attempt.Trial() {
@@ -269,4 +272,32 @@ func TestEngineConcurrent(t *testing.T) {
 		}
 	})
 	wg.Wait()
+}
+
+// Genuine scoped RX on a failed node ends its trial backoff.
+func TestEngineRecoveryRXEndsBackoff(t *testing.T) {
+	for _, recover := range []bool{false, true} {
+		h, d := trialIn(t, 2)
+		f, _ := d.Attempt.Begin(h.now())
+		f.Fail(h.now(), score.Failure{Kind: score.UnknownPreSetup}) // node-scoped: hard, and backed off
+		failed := d.Index + 1
+		h.clk.Advance(time.Second)
+		if recover {
+			g := h.e.FlowOn(scope(target(1), failed), h.now())
+			g.Setup(h.now())
+			g.Progress(h.now(), 100, 0)
+			g.Response(h.now())
+			g.Cancel(h.now())
+		}
+		before := h.stats(netx.TCP).ExploreBackedOff
+		for range 2 {
+			if d := h.e.Rank(h.now(), h.req(target(1))); d.Attempt != nil {
+				d.Attempt.Release(h.now())
+			}
+		}
+		backedOff := h.stats(netx.TCP).ExploreBackedOff > before
+		if backedOff == recover {
+			t.Errorf("recovery RX %v: backed off %v", recover, backedOff)
+		}
+	}
 }

@@ -110,6 +110,7 @@ package score
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -469,18 +470,6 @@ func (p *Pool) Begin(pl Plan) error {
 	return nil
 }
 
-// hasLeaf reports whether a committed member's leaf is node.
-func (p *Pool) hasLeaf(node health.NodeID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range p.slots {
-		if p.slots[i].node == node {
-			return p.init
-		}
-	}
-	return false
-}
-
 // size is the committed capacity and membership count.
 func (p *Pool) size() (capacity, members int) {
 	p.mu.Lock()
@@ -491,24 +480,60 @@ func (p *Pool) size() (capacity, members int) {
 	return p.k, len(p.slots)
 }
 
-// mark sets in[i] for every cand that is a committed member (with its
-// current leaf) and reports whether the pool is initialized: one lock
-// for a whole rank.
+// mark sets in[i] for every cand that is a committed member and reports
+// whether the pool is initialized: one lock for a whole rank. A 64-bit
+// filter of the direct members' nodes skips most non-members without
+// scanning the slots.
 func (p *Pool) mark(cands []Candidate, in []bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var filter uint64
+	nested := false
+	for j := range p.slots {
+		if p.slots[j].key.Subgroup != "" {
+			nested = true
+			continue
+		}
+		filter |= nodeBit(p.slots[j].key.Node)
+	}
 	for i := range cands {
 		in[i] = false
 		if !p.init {
 			continue
 		}
-		k := cands[i].Key()
+		c := &cands[i]
+		if c.Subgroup == "" && filter&nodeBit(c.Node) == 0 {
+			continue
+		}
+		if c.Subgroup != "" && !nested {
+			continue
+		}
 		for j := range p.slots {
-			if p.slots[j].key == k {
+			k := &p.slots[j].key
+			if k.Subgroup == c.Subgroup && (c.Subgroup != "" || k.Node == c.Node) {
 				in[i] = true
 				break
 			}
 		}
 	}
 	return p.init
+}
+
+// nodeBit is node's bit in a 64-bit membership filter.
+func nodeBit(n health.NodeID) uint64 {
+	h := binary.LittleEndian.Uint64(n[:8]) ^ binary.LittleEndian.Uint64(n[8:])
+	return 1 << ((h * 0x9e3779b97f4a7c15) >> 58)
+}
+
+// admits reports, under one lock, whether the pool is initialized and
+// whether a committed member's leaf is node.
+func (p *Pool) admits(node health.NodeID) (init, member bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.slots {
+		if p.slots[i].node == node {
+			return p.init, p.init
+		}
+	}
+	return p.init, false
 }

@@ -8,17 +8,20 @@ import (
 
 // rankScratch is one rank's working rows, pooled across ranks.
 type rankScratch struct {
-	views  []rankView
-	in     []bool // serving-pool member
-	need   []bool // evaluated: views read
-	health []bool // the caller's eligibility, not the retry's excluded node
-	clean  []bool // health and no unresolved hard failure
-	util   []float64
-	perf   []float64
-	pc     []Candidate
-	ch     []Challenger
-	tgt    target // the rank's normalized target
-	now    int64  // the rank's time
+	views     []rankView
+	in        []bool // serving-pool member
+	need      []bool // evaluated: views read
+	health    []bool // the caller's eligibility, not the retry's excluded node
+	clean     []bool // health and no unresolved hard failure
+	util      []float64
+	perf      []float64
+	pc        []Candidate
+	ch        []Challenger
+	pairs     []pairResult // decide's comparisons against the incumbent, by row
+	paired    []bool
+	tgt       target // the rank's normalized target
+	incumbent int    // decide's incumbent row, or -1
+	now       int64  // the rank's time
 }
 
 func (sc *rankScratch) grow(n int) {
@@ -32,10 +35,14 @@ func (sc *rankScratch) grow(n int) {
 		sc.perf = make([]float64, n)
 		sc.pc = make([]Candidate, n)
 		sc.ch = make([]Challenger, 0, n)
+		sc.pairs = make([]pairResult, n)
+		sc.paired = make([]bool, n)
 	}
 	sc.views, sc.in, sc.need, sc.health, sc.clean = sc.views[:n], sc.in[:n], sc.need[:n], sc.health[:n], sc.clean[:n]
 	sc.util, sc.perf, sc.pc = sc.util[:n], sc.perf[:n], sc.pc[:n]
 	sc.ch = sc.ch[:0]
+	sc.pairs, sc.paired = sc.pairs[:n], sc.paired[:n]
+	clear(sc.paired)
 }
 
 // anyMember reports whether a committed member is among the candidates,
@@ -153,7 +160,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		for i := range r.Cands {
 			sc.pc[i] = r.Cands[i]
 			sc.pc[i].Eligible = sc.clean[i]
-			if pv := sc.views[i].Probe; pv.Valid {
+			if pv := sc.views[i].Probe; sc.need[i] && pv.Valid {
 				sc.pc[i].ProbeRTT = pv.RTT
 			} else {
 				sc.pc[i].ProbeRTT = 0
@@ -161,6 +168,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		}
 		p.Rerank(at, sc.pc)
 		p.mark(r.Cands, sc.in)
+		if !sc.anyMember(r) {
+			for i := range sc.in {
+				sc.in[i] = true // still served outside the pool
+			}
+		}
 		if !sc.in[sel] {
 			// The Apply moved the winner's slot (a rotation or nested
 			// change): serve the best remaining member.
@@ -301,6 +313,7 @@ type decision struct {
 // free member and no challenger earns promotion; otherwise an escape or
 // the first choice.
 func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) decision {
+	sc.incumbent = -1
 	u := sc.ordinary()
 	if u < 0 {
 		return decision{sel: -1}
@@ -333,6 +346,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	}
 	// A trained, eligible, recovered incumbent: every eligible challenger
 	// competes against it.
+	sc.incumbent = ii
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
@@ -341,6 +355,7 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 			continue
 		}
 		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now)
+		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
 		if c == u {
@@ -368,7 +383,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 	cold := true
 	for i := range sc.views {
 		v := &sc.views[i]
-		if v.Global.Attempts > 0 || v.Probe.Valid {
+		if sc.need[i] && (v.Global.Attempts > 0 || v.Probe.Valid) {
 			cold = false
 			break
 		}
@@ -391,6 +406,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 // their open questions, in the budget's dispatch order.
 func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
 	vs := &sc.views[sel]
+	incumbentSel := sc.incumbent == sel
 	for c := range r.Cands {
 		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
 			continue
@@ -406,14 +422,17 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 		case !v.Exact.Usable:
 			q = Availability
 		default:
-			pr := e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
+			pr := sc.pairs[c]
+			if !sc.paired[c] || !incumbentSel {
+				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
+			}
 			if pr.m[cmpResponse].known && !pr.partial {
 				continue // nothing open
 			}
 			q = Pair
 		}
 		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
-			Completions: int(v.Support), idx: c}
+			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
 		if q == Qualification {
 			ch.Progress = int(v.Exact.Successes)
 		}
@@ -437,14 +456,15 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 	return wr.Reservation, ch.idx, ch.Trained, true
 }
 
-// probeRank is row c's configured-probe order among the candidates:
-// the number of rows with a lower valid probe RTT (unknown last).
+// probeRank is row c's configured-probe order among the evaluated
+// members: the number of them with a lower valid probe RTT (unknown
+// last).
 func probeRank(sc *rankScratch, c int) int {
 	pc := sc.views[c].Probe
 	rank := 0
 	for i := range sc.views {
 		p := sc.views[i].Probe
-		if i != c && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
+		if i != c && sc.in[i] && sc.need[i] && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
 			rank++
 		}
 	}

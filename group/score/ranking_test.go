@@ -123,3 +123,29 @@ func TestRankFailureScope(t *testing.T) {
 		t.Fatalf("a node failure left another target on the node: %d", i)
 	}
 }
+
+// With every member of the serving pool unavailable, a flow is served by
+// an available non-member, not refused.
+func TestRankServesOutsideAnUnavailablePool(t *testing.T) {
+	h := newEng(t, 9) // a pool of three
+	d := h.rankReq(h.req(netx.Addr{}))
+	if d.Index < 0 {
+		t.Fatal("no selection")
+	}
+	r := h.req(netx.Addr{})
+	for i := range 3 {
+		r.Cands[i].Eligible = false // the bootstrap's ranked members: declaration order on cold ties
+	}
+	r.Cands[d.Index].Eligible = false
+	for range 3 {
+		d2 := h.e.Rank(h.now(), r)
+		if d2.Index < 0 || !r.Cands[d2.Index].Eligible {
+			t.Fatalf("chose %d", d2.Index)
+		}
+		f, err := d2.Attempt.Begin(h.now())
+		if err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		f.Cancel(h.now())
+	}
+}
