@@ -187,7 +187,7 @@ func Fetch(proxy, site, path string, timeout time.Duration, between func(local n
 	}
 	var first [1]byte
 	if _, err := io.ReadFull(c, first[:]); err != nil {
-		return f, fmt.Errorf("no response byte after %v: %w", time.Since(sent).Round(time.Millisecond), err)
+		return f, fmt.Errorf("no response byte %v after the request: %w", time.Since(sent).Round(10*time.Microsecond), err)
 	}
 	f.FirstByte = time.Since(sent)
 	resp := make([]byte, len(siteOK))
