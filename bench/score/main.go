@@ -23,8 +23,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"switchyard/bench/internal/benchkit"
@@ -123,6 +126,7 @@ func run(c *config) (err error) {
 		return err
 	}
 	defer lab.Close()
+	stopOnSignal(lab)
 	var report strings.Builder
 	fmt.Fprintf(&report, "link to node B: %s; %v each way, RTT %v\n", lab.Path.Mode, c.delay, lab.Path.RTT())
 	fmt.Fprintf(&report, "node A: Xray (VLESS over TLS) at %s on loopback, blackholes %s\n", lab.NodeA, strings.Join(lab.Blocked, ", "))
@@ -186,7 +190,15 @@ func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, 
 	if err != nil {
 		return nil, "", err
 	}
-	defer p.Stop()
+	running.Lock()
+	running.p = p
+	running.Unlock()
+	defer func() {
+		running.Lock()
+		running.p = nil
+		running.Unlock()
+		p.Stop()
+	}()
 	if err := p.WaitListening(listen, 20*time.Second); err != nil {
 		return nil, "", err
 	}
@@ -201,6 +213,31 @@ func runPolicy(c *config, lab *netlab.ScoreLab, policy string) (*netlab.LabRun, 
 		}
 	}
 	return run, why, nil
+}
+
+// running is the switchyard the harness runs now, for stopOnSignal.
+var running struct {
+	sync.Mutex
+	p *benchkit.Proc
+}
+
+// stopOnSignal takes everything down on SIGINT or SIGTERM before the
+// harness exits: the switchyard it runs, the servers, the sites and the
+// namespace (which would otherwise outlive it).
+func stopOnSignal(lab *netlab.ScoreLab) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "score: %v: stopping\n", s)
+		running.Lock()
+		if running.p != nil {
+			running.p.Stop()
+		}
+		running.Unlock()
+		lab.Close()
+		os.Exit(1)
+	}()
 }
 
 // totals is each run's success rate over the open and the blocked sites,

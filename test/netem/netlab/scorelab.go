@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,9 +46,11 @@ type ScoreLab struct {
 	SourceB  netip.Addr
 	Cert     string // the servers' certificate, their clients' CA
 
-	dir     string
-	probe   *Sites
-	servers []*server
+	dir       string
+	probe     *Sites
+	servers   []*server
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // ScoreLabConfig says how to build a ScoreLab.
@@ -135,8 +138,15 @@ func NewScoreLab(c ScoreLabConfig) (_ *ScoreLab, err error) {
 	return l, nil
 }
 
-// Close stops the servers and the sites and removes the namespace.
+// Close stops the servers and the sites and removes the namespace. It may
+// be called more than once, from any goroutine: every call returns once
+// the first is done.
 func (l *ScoreLab) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *ScoreLab) close() error {
 	for _, s := range l.servers {
 		s.stop()
 	}
