@@ -39,10 +39,10 @@ type LabRun struct {
 // Drive runs lead rounds and then rounds rounds through the proxy at
 // proxy (switchyard's mixed inbound, a SOCKS5 client here): in each, one
 // new flow to every site, one after the other, open and blocked sites
-// alternating; the lead rounds go to the open sites only (a history of
-// A serving them before the blocked sites are first asked for). Each flow GETs
-// a path of its own (label, site, round) and is bounded by timeout. With
-// api (switchyard's API, host:port) the flow's chain is read from
+// alternating; the lead rounds go to the open sites only (a history of A
+// serving them before the blocked sites are first asked for). Each flow
+// GETs a path of its own (label, site, round) and is bounded by timeout.
+// With api (switchyard's API, host:port) the flow's chain is read from
 // /connections between the CONNECT reply and the request; that read is
 // not in the flow's figures. gap separates two flows.
 func (l *ScoreLab) Drive(policy, label, proxy, api string, lead, rounds int, timeout, gap time.Duration) *LabRun {
