@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"testing"
+	"time"
 
 	"switchyard/fanout"
 	"switchyard/netx"
@@ -49,6 +50,60 @@ func BenchmarkReadPacket(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := l.ReadPacket(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// staticAttempt is an attempt that costs nothing: the benchmark measures
+// what the fan-out adds for a scored packet.
+type staticAttempt struct{}
+
+func (staticAttempt) Begin(time.Time) (plane.Report, error) { return nopReport{}, nil }
+func (staticAttempt) Release(time.Time)                     {}
+
+type nopReport struct{}
+
+func (nopReport) Setup(time.Time)                  {}
+func (nopReport) Response(time.Time)               {}
+func (nopReport) Progress(time.Time, int64, int64) {}
+func (nopReport) Settle(time.Time)                 {}
+func (nopReport) Fail(time.Time, error)            {}
+func (nopReport) Cancel(time.Time)                 {}
+
+// scoredChooser picks leaf and attaches one attempt per level.
+type scoredChooser struct {
+	leaf   *plane.Target
+	levels int
+}
+
+func (c scoredChooser) Choose(q *plane.Query) *plane.Target {
+	for range c.levels {
+		q.Attempts.Add(staticAttempt{}, time.Time{})
+	}
+	return c.leaf
+}
+
+// BenchmarkWritePacketScored is BenchmarkWritePacket through a Score-like
+// group of two levels: each packet's attempts are released (its sub-link
+// reports on the first packet's), and the sub-link counts the bytes it
+// sends for its report.
+func BenchmarkWritePacketScored(b *testing.B) {
+	cell := new(plane.Cell)
+	leaf := target("node", 1, &scriptedOutbound{forget: true})
+	cell.Store(&plane.Plane{Epoch: 1, Final: plane.NewChooserTarget(plane.OutboundID{Tag: "score", Version: 1}, scoredChooser{leaf, 2})})
+	l := fanout.New(cell, assocFlow, track.New(), nil)
+	defer l.Close()
+	to := netx.AddrFromAddrPort(assocFlow.Src)
+	payload := make([]byte, 1200)
+	if err := l.WritePacket(payload, to); err != nil {
+		b.Fatal(err)
+	}
+	l.Settle()
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.WritePacket(payload, to); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -428,3 +428,29 @@ func TestUnscoredPacketsAllocateNothing(t *testing.T) {
 		t.Fatalf("%v allocations per packet", n)
 	}
 }
+
+// Over real sockets: a peer that echoes makes the report respond and
+// settle; a peer that never answers (a closed port swallowed by a blocked
+// route) fails it with the reply timeout, and the association goes on.
+func TestScoreOverRealSockets(t *testing.T) {
+	defer fanout.SetReplyTimeout(200 * time.Millisecond)()
+	echo := newEcho(t)
+	a, g, log := scoreAssoc(t, &udpOutbound{})
+	a.send(t, "ping", echo.addr)
+	if d := a.reply(t); d.payload != "ping" {
+		t.Fatalf("reply %q", d.payload)
+	}
+	g.setLeaf(target("silent", 1, &udpOutbound{}))
+	hole, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close() // receives, never answers
+	a.send(t, "ping", netx.AddrFromAddrPort(hole.LocalAddr().(*net.UDPAddr).AddrPort()))
+	log.waitFor(t, "a2", "begin", "setup", "fail")
+	a.Close()
+	log.waitFor(t, "a1", "begin", "setup", "response", "settle")
+	if tx, rx := log.bytes("a1"); tx != 4 || rx != 4 {
+		t.Fatalf("a1 reported %d bytes sent and %d delivered", tx, rx)
+	}
+}

@@ -1,6 +1,7 @@
 package group_test
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"testing"
@@ -316,5 +317,22 @@ func TestAScoreGroupUnderAURLTestRanksOnceForReal(t *testing.T) {
 		if n := reasons(e.m, "smart"); n != int64(i+1) {
 			t.Fatalf("after %d flows, %d reasons: the quiet ranking counted", i+1, n)
 		}
+	}
+}
+
+// A plan made before a reload is refused at begin with the engine's typed
+// cancellation (the data path refuses the flow with it, never dialing).
+func TestAPlanMadeBeforeAReloadIsRefusedAtBegin(t *testing.T) {
+	var eng *score.Engine
+	c := newClock()
+	e := build(t, []spec.Group{auto("score", "s", "a", "b")}, leaves("a", "b"), withScore(&eng, c))
+	e.m.ConfigureScore(c.Now())
+	_, _, q := flow(t, e, "s", scoreDst)
+	if q.Attempts.Len() != 1 {
+		t.Fatalf("%d attempts", q.Attempts.Len())
+	}
+	e.m.ConfigureScore(c.Now()) // a reload resets the serving pools
+	if _, err := q.Attempts.At(0).Begin(c.Now()); !errors.Is(err, score.ErrStalePlan) {
+		t.Fatalf("begin after a reload: %v, want the stale plan's cancellation", err)
 	}
 }

@@ -2,12 +2,14 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
 
 	"switchyard/fanout"
+	"switchyard/group/score"
 	"switchyard/inbound"
 	"switchyard/netx"
 	"switchyard/plane"
@@ -36,7 +38,8 @@ var _ inbound.Connector = (*connector)(nil)
 // ConnectStream dials f under the establishment of the plane it routes on:
 // one absolute deadline and that generation's admission. A dial that a
 // reload overtook (its version retired before it began, or drained while it
-// ran) is routed and dialed again on the plane published since, for as long
+// ran, or its Score plan refused as stale by the reload's new serving
+// pools) is routed and dialed again on the plane published since, for as long
 // as the first try's establishment deadline runs: a flow never fails
 // because a reload happened, and a storm of reloads cannot hold it longer
 // than a silent server could.
@@ -52,7 +55,7 @@ func (c *connector) ConnectStream(ctx context.Context, f netx.Flow) (net.Conn, e
 	}
 	until := time.Now().Add(p.EstablishTimeout())
 	conn, sf, leaf, rule, chain, err := c.dial(ctx, p, f)
-	for err != nil && plane.Reloaded(err) && ctx.Err() == nil && time.Now().Before(until) {
+	for err != nil && (plane.Reloaded(err) || errors.Is(err, score.ErrStalePlan)) && ctx.Err() == nil && time.Now().Before(until) {
 		q := c.cell.Load()
 		if q == p {
 			break

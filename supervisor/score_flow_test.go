@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/group/score"
 	"switchyard/health"
 	"switchyard/netx"
 	"switchyard/plane"
@@ -424,4 +425,56 @@ func TestACapacityRefusalCancelsAndIsNotRetried(t *testing.T) {
 	if ch.retries != 0 {
 		t.Fatal("a capacity refusal was retried")
 	}
+}
+
+// refusingAttempt refuses its plan as stale after running reload.
+type refusingAttempt struct {
+	fakeAttempt
+	reload func()
+}
+
+func (a *refusingAttempt) Begin(time.Time) (plane.Report, error) {
+	a.reload()
+	a.log("refused")
+	return nil, &score.CancelError{Reason: score.Uninitialized}
+}
+
+// A plan a reload made stale (its serving pools reset) is routed again on
+// the plane the reload published: the flow does not fail for the reload.
+// Without a new plane the refusal stands.
+func TestAPlanStaleByAReloadIsRoutedAgain(t *testing.T) {
+	good := serving(func(c net.Conn) { c.Close() })
+	fresh := &fakeAttempt{}
+	next := &scoreChooser{leaves: []*plane.Target{fakeLeaf("b", good)}, attempts: [][]*fakeAttempt{{fresh}}}
+	c := scoreConnector(&scoreChooser{})
+	stale := &refusingAttempt{reload: func() {
+		c.cell.Store(&plane.Plane{Final: plane.NewChooserTarget(plane.OutboundID{Tag: "smart", Version: 2}, next)})
+	}}
+	first := &chooserFunc{leaf: fakeLeaf("a", good), attempt: stale}
+	c.cell.Store(&plane.Plane{Final: plane.NewChooserTarget(plane.OutboundID{Tag: "smart", Version: 1}, first)})
+	up, err := c.ConnectStream(context.Background(), netx.Flow{Dst: scoreDst})
+	if err != nil {
+		t.Fatalf("a flow failed for a reload: %v", err)
+	}
+	up.Close()
+	wantEvents(t, &stale.fakeAttempt, "refused")
+	wantEvents(t, fresh, "begin", "setup")
+
+	// The same refusal with no reload: the flow is refused.
+	stale = &refusingAttempt{reload: func() {}}
+	c.cell.Store(&plane.Plane{Final: plane.NewChooserTarget(plane.OutboundID{Tag: "smart", Version: 3}, &chooserFunc{leaf: fakeLeaf("a", good), attempt: stale})})
+	if _, err := c.ConnectStream(context.Background(), netx.Flow{Dst: scoreDst}); !errors.Is(err, score.ErrStalePlan) {
+		t.Fatalf("ConnectStream: %v, want the stale plan's refusal", err)
+	}
+}
+
+// chooserFunc picks leaf with attempt on every query.
+type chooserFunc struct {
+	leaf    *plane.Target
+	attempt plane.Attempt
+}
+
+func (c *chooserFunc) Choose(q *plane.Query) *plane.Target {
+	q.Attempts.Add(c.attempt, time.Now())
+	return c.leaf
 }

@@ -220,6 +220,7 @@ func TestClassify(t *testing.T) {
 		{"socks general failure", socksReply(t, socks5.ReplyGeneralFailure), false, score.ProxyProtocol},
 		{"socks command not supported", socksReply(t, socks5.ReplyCommandNotSupported), false, score.ProxyProtocol},
 		{"socks credentials refused", socksAuthRejected(t), false, score.ProxyAuth},
+		{"socks association ended by the server", socks.ErrControlClosed, true, score.SharedSource},
 		{"http 502", httpStatus(t, "HTTP/1.1 502 Bad Gateway"), false, score.TargetPath},
 		{"http 503", httpStatus(t, "HTTP/1.1 503 Service Unavailable"), false, score.TargetPath},
 		{"http 504", httpStatus(t, "HTTP/1.1 504 Gateway Timeout"), false, score.TargetPath},

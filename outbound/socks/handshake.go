@@ -20,8 +20,10 @@ var (
 	// matches errors.ErrUnsupported.
 	ErrRelayDomain = proxyconn.KindError("socks: the relay address is a domain", errors.ErrUnsupported)
 	// ErrControlClosed: an association's control connection ended, so the
-	// association is over. It matches syscall.EPIPE.
-	ErrControlClosed = proxyconn.KindError("socks: the control connection closed", syscall.EPIPE)
+	// association is over. It matches syscall.EPIPE; its fault is
+	// netx.FaultSharedSource (the server ended the packet endpoint every
+	// peer of the association shares).
+	ErrControlClosed = netx.WithFault(proxyconn.KindError("socks: the control connection closed", syscall.EPIPE), netx.FaultSharedSource)
 )
 
 // RejectedError is the server's refusal of a request: a reply with a

@@ -111,7 +111,7 @@ func (l *link) drain() {
 		}
 		if err != io.EOF {
 			l.mu.Lock()
-			l.pending = err
+			l.pending = netx.WithFault(err, netx.FaultSharedSource)
 			l.mu.Unlock()
 		}
 		l.ended.Store(true)

@@ -26,3 +26,8 @@ func TestConnectErrorFault(t *testing.T) {
 		t.Fatalf("tunnel down: fault %v", f)
 	}
 }
+
+func isRetired(err error) bool {
+	f, _ := netx.FaultOf(err)
+	return f == netx.FaultRetired
+}

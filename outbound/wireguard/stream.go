@@ -107,8 +107,22 @@ func connect(ctx context.Context, t *tunnel, addrs []netip.AddrPort, timeout tim
 // closes after its last flow.
 type heldConn struct {
 	*gonet.TCPConn
+	t       *tunnel
 	once    sync.Once
 	release func()
+}
+
+// Read reads the flow; a failure carries what the tunnel's state says of
+// it (tunnel.flowErr).
+func (c *heldConn) Read(p []byte) (int, error) {
+	n, err := c.TCPConn.Read(p)
+	return n, c.t.flowErr(err)
+}
+
+// Write writes the flow, its failure marked as Read's.
+func (c *heldConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	return n, c.t.flowErr(err)
 }
 
 func (c *heldConn) Close() error {

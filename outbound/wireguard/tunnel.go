@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -39,6 +40,31 @@ type tunnel struct {
 
 	dead chan struct{} // closed by watch once the driver stopped
 	done chan struct{} // closed when watch returns
+
+	// closing is set once Close began: the flows that end then were
+	// retired here. episode names the tunnel's own death otherwise (its
+	// socket failed): one shared-source failure for every flow in it.
+	closing atomic.Bool
+	episode uint64
+}
+
+// flowErr marks err, a failure of a flow inside the tunnel, with what the
+// tunnel's state says of it: retired when this side is closing the
+// tunnel, the tunnel's shared-source failure when its driver stopped on
+// its own, and as it is otherwise.
+func (t *tunnel) flowErr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if t.closing.Load() {
+		return netx.WithFault(err, netx.FaultRetired)
+	}
+	select {
+	case <-t.dead:
+		return netx.WithEpisode(err, netx.FaultSharedSource, t.episode)
+	default:
+		return err
+	}
 }
 
 // udpSocketFunc makes the tunnel's socket in the family of the endpoint.
@@ -83,6 +109,8 @@ func startTunnel(ctx context.Context, s *settings, servers netx.Resolver, listen
 		up:    time.Now(),
 		dead:  make(chan struct{}),
 		done:  make(chan struct{}),
+
+		episode: netx.NewEpisode(),
 	}
 	go t.watch()
 	return t, nil
@@ -151,6 +179,7 @@ func later(a, b time.Time) time.Time {
 
 // Close stops the device and waits for its driver.
 func (t *tunnel) Close() {
+	t.closing.Store(true)
 	t.dev.Close()
 	<-t.done
 }

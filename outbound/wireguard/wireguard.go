@@ -134,7 +134,7 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 		r.Release()
 		return nil, err
 	}
-	return &heldConn{TCPConn: c, release: r.Release}, nil
+	return &heldConn{TCPConn: c, t: r.V, release: r.Release}, nil
 }
 
 // DialPacket opens a UDP link inside the tunnel. Each datagram names its
