@@ -62,6 +62,10 @@ type cell struct {
 
 	// First-choice performance metrics (perf.go), nil until measured.
 	perf *perfState
+
+	// An exact cell's family and global aggregates as last resolved: a
+	// rank's shortcut past two lookups, valid while neither is dead.
+	pf, pg *cell
 }
 
 // revoke drops qualification, its lease and the availability cohort.

@@ -38,12 +38,15 @@
 // # Ranking
 //
 // Rank reads every evaluated candidate's View and first-choice metrics
-// under one Scorer lock (rankViews). The evaluated candidates are the
+// under one Scorer lock (rankViews; an exact cell remembers its
+// aggregates, so a warm member costs one table lookup). The evaluated candidates are the
 // serving pool's members; every candidate when the pool is not yet
 // initialized, when the authorized Apply is due to do more than its
 // quiet scan (it then ranks them all), or when no member is available —
 // a flow is then served by the best available non-member rather than
-// refused, with no pool obligation.
+// refused, with no pool obligation. The authorized Apply itself is
+// skipped when it was quiet as the rank began and the winner is not the
+// rotation member: a quiet Apply commits nothing.
 //
 // Eligibility is the caller's (the liveness filter), minus the retry's
 // excluded node, minus any candidate in unresolved hard failure (an open
@@ -133,6 +136,13 @@
 // LRU (HistoryEntries); an evicted entry proves no switch. Trials never
 // enter it.
 //
+// Readonly ranks. A Peek changes nothing: no Apply, no counter, no
+// reservation, no history, no Attempt; it reads the committed membership
+// or, before the pool exists, Pool.Peek's temporary projection. A
+// Preflight (the internal IPv4 preflight before an IPv6 final) is a Peek
+// through the prospective membership the Apply would commit now
+// (Pool.Project).
+//
 // The walk. An authorized targeted rank that did not escape to a
 // different leaf offers the other healthy members to the budget's Walk
 // with their open question: recovery (in hard failure), qualification
@@ -160,18 +170,21 @@
 // fence, ends the node's backoff (Budget.Recovered). Trials' elapsed and
 // setup time are the budget's cost counters.
 //
-// Measured (amd64, shared and loaded 2-core machine, no race detector;
-// BenchmarkRank50, BenchmarkRank50Peek, BenchmarkFlowReport,
-// BenchmarkEngineAtBounds, TestEngineMemoryAtBounds): an authorized rank
-// in a 50-member group with warm evidence (pool of 9, a trial reserved
-// and released per iteration) 6.5–10 µs and 3 allocations — above the
-// 2 µs target, the time spread over the batched views, the comparison
-// reads, the budget walk and the pool's quiet Apply; a peek of the same
-// group 2.3–2.5 µs and 1 allocation; a flow's reporting through the
-// Engine (Begin to Settle) 1.4–1.8 µs and 3 allocations; the whole
-// Engine after 10,000 distinct targets over 100 nodes about 5.3 MiB of
-// heap (the exact LRU and the history at 4,096, the comparison store at
-// 512 cells and about 420 KiB accounted).
+// Measured (amd64, a 2-core machine shared with other builds, load
+// average about 5, no race detector; BenchmarkRank50,
+// BenchmarkRank50Peek, BenchmarkFlowReport, BenchmarkEngineAtBounds,
+// TestEngineMemoryAtBounds): an authorized rank in a 50-member group
+// with warm evidence (a pool of 9 evaluated members, a trial reserved and
+// released every iteration) costs about 6 µs of CPU (7–16 µs wall under
+// that load) and 2 allocations — above the 2 µs target: the time is
+// spread over the batched views (a quarter: three table lookups per
+// member, the exact key hashing its target), the paired comparisons, the
+// budget walk, the pool's membership mark and quiet Apply, the history
+// and the earn; a peek of the same group 1.8–3 µs and 1 allocation; a
+// flow's reporting through the Engine (Begin to Settle) 1.4–2.8 µs and 3
+// allocations; the whole Engine after 10,000 distinct targets over 100
+// nodes about 5.3 MiB of heap (the exact LRU and the history at 4,096,
+// the comparison store at 512 cells and about 420 KiB accounted).
 //
 // # The evidence core
 //
@@ -340,12 +353,14 @@
 //
 // Both tables are capped at 4,096 cells (ExactCells, AggregateCells); the
 // node record and the probe slot live inside the global aggregate cell,
-// and the per-flow state lives in the flow's Reporter, so nothing else
-// grows. Measured (TestMemoryAtBounds, BenchmarkTablesAtBounds, amd64,
-// without the race detector), both tables full hold about 3.5 MiB of heap
-// with 24-byte target names (≈ 448 B per cell: map slot, key, entry with
-// links and the target string) and about 4.5 MiB with 253-byte names, the
-// longest accepted. On a shared, loaded 2-core machine a flow's reporting
+// a cell's first-choice metrics in a block of its own allocated on the
+// first measurement, and the per-flow state in the flow's Reporter, so
+// nothing else grows. Measured (TestMemoryAtBounds,
+// BenchmarkTablesAtBounds, amd64, without the race detector), both
+// tables full hold about 3.7 MiB of heap with 24-byte target names
+// (≈ 471 B per cell: map slot, key, entry with links and the target
+// string; no metrics) and about 4.7 MiB with 253-byte names, the longest
+// accepted. On a shared, loaded 2-core machine a flow's reporting
 // (Begin to Settle) costs 1–1.4 µs and 2 allocations, a View about 0.6 µs
 // and 1 allocation (BenchmarkReportFlow, BenchmarkView).
 package score

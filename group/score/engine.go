@@ -68,6 +68,10 @@ type Request struct {
 	Retry bool
 	// Peek is a readonly read.
 	Peek bool
+	// Preflight is the internal IPv4 preflight before an IPv6 final: a
+	// readonly rank (like Peek) whose membership is the prospective one
+	// the Apply would commit now (Pool.Project), not the committed one.
+	Preflight bool
 	// LastResort marks the sole-TCP-leaf last-resort selection: it
 	// enters the pool and reports like any plan but counts no reason.
 	LastResort bool

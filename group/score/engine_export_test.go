@@ -1,6 +1,11 @@
 package score
 
-import "time"
+import (
+	"time"
+
+	"switchyard/health"
+	"switchyard/netx"
+)
 
 // FlowOn begins a business flow on sc outside any rank (no pool plan, no
 // trial): the tests' way to give one node evidence without moving the
@@ -29,3 +34,10 @@ func (e *Engine) PairBasis(sc Scope, i, c Scope) (basis int, gains [3]float64, k
 
 // CheckLedgers checks every budget scope's inequality and counts.
 func (e *Engine) CheckLedgers() error { return e.budget.CheckLedgers() }
+
+// PoolHas reports whether node is a committed member of group's pool on
+// network.
+func (e *Engine) PoolHas(group GroupID, network netx.Network, node health.NodeID) bool {
+	p := e.pools.peek(group, network)
+	return p != nil && p.Contains(DirectKey(node))
+}

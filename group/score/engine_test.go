@@ -301,3 +301,100 @@ func TestEngineRecoveryRXEndsBackoff(t *testing.T) {
 		}
 	}
 }
+
+// Three node-wide failures in a row of a member's flows replace it at the
+// next Apply; two do not.
+func TestEngineNodeFailuresReplace(t *testing.T) {
+	for _, fails := range []int{2, 3} {
+		h := newEng(t, 9)
+		d := h.rankReq(h.req(netx.Addr{}))
+		x := d.Index
+		for range fails {
+			r := h.req(netx.Addr{})
+			for i := range r.Cands {
+				r.Cands[i].Eligible = i == x
+			}
+			d := h.e.Rank(h.now(), r)
+			f, err := d.Attempt.Begin(h.now())
+			if d.Index != x || err != nil {
+				t.Fatalf("flow on %d: %d %v", x, d.Index, err)
+			}
+			f.Fail(h.now(), score.Failure{Kind: score.SharedCarrier})
+			h.clk.Advance(time.Second)
+		}
+		h.rankReq(h.req(netx.Addr{})) // the Apply
+		if in := h.e.PoolHas(grp, netx.TCP, node(x+1)); in != (fails < score.ReplaceAfter) {
+			t.Errorf("after %d node-wide failures: member %v", fails, in)
+		}
+	}
+}
+
+// Among never-selected untrained challengers the configured-probe order
+// breaks the tie: the faster-probing leaf gets the first trial.
+func TestEngineWalkProbeHint(t *testing.T) {
+	for _, fast := range []int{2, 3} {
+		h := newEng(t, 3)
+		h.served(1, target(1), 6, 10*time.Millisecond)
+		h.clk.Advance(time.Second)
+		slow := 5 - fast
+		h.e.Probe(netx.TCP, node(fast), h.now(), 10*time.Millisecond, true, 30*time.Second)
+		h.e.Probe(netx.TCP, node(slow), h.now(), 90*time.Millisecond, true, 30*time.Second)
+		d := h.e.Rank(h.now(), h.req(target(1)))
+		if !d.Attempt.Trial() || d.Index+1 != fast {
+			t.Errorf("first trial on leaf %d (trial %v), want the faster-probing %d", d.Index+1, d.Attempt.Trial(), fast)
+		}
+	}
+}
+
+// Comparison cells are admitted for serving members (and before the pool
+// exists), not for other nodes.
+func TestEngineComparisonAdmission(t *testing.T) {
+	h := newEng(t, 9)
+	cells := func() int { return h.e.Stats().Cache.ComparisonCells }
+	h.served(9, target(1), 1, 10*time.Millisecond) // initial collection
+	if cells() != 1 {
+		t.Fatalf("initial collection: %d cells", cells())
+	}
+	d := h.rankReq(h.req(netx.Addr{})) // the pool exists now
+	var out int
+	for i := 1; i <= 9; i++ {
+		if !h.e.PoolHas(grp, netx.TCP, node(i)) && i != d.Index+1 {
+			out = i
+			break
+		}
+	}
+	h.served(out, target(2), 1, 10*time.Millisecond)
+	if cells() != 1 {
+		t.Fatalf("a non-member's comparison cell was admitted: %d", cells())
+	}
+	h.served(d.Index+1, target(2), 1, 10*time.Millisecond)
+	if cells() != 2 {
+		t.Fatalf("a member's comparison cell was refused: %d", cells())
+	}
+}
+
+// A preflight ranks through the prospective membership and commits
+// nothing; a peek reads the committed one.
+func TestEnginePreflight(t *testing.T) {
+	h := newEng(t, 9)
+	d := h.rankReq(h.req(netx.Addr{}))
+	x := node(d.Index + 1)
+	h.e.NodeDown(x, h.now())
+	peek := h.req(netx.Addr{})
+	peek.Peek = true
+	if p := h.e.Rank(h.now(), peek); p.Index != d.Index {
+		t.Fatalf("peek %d, want the committed winner %d", p.Index, d.Index)
+	}
+	pre := h.req(netx.Addr{})
+	pre.Preflight = true
+	p := h.e.Rank(h.now(), pre)
+	if p.Index < 0 || p.Index == d.Index || p.Attempt != nil || p.Reason != score.NoReason {
+		t.Fatalf("preflight %+v, want another member, readonly", p)
+	}
+	if !h.e.PoolHas(grp, netx.TCP, x) {
+		t.Fatal("the preflight committed the replacement")
+	}
+	if st := h.stats(netx.TCP); reasonTotal(st) != 1 || st.Budget.Originals != 1 {
+		t.Fatalf("the preflight counted: %+v", st)
+	}
+}

@@ -489,8 +489,13 @@ func (p *Pool) rotate(t int64, v *poolView) {
 
 // due reports whether an Apply at at with cands would do more than the
 // quiet scan: the rank must then evaluate every candidate.
-func (p *Pool) due(at time.Time, cands []Candidate) bool {
+// It also returns the rotation member's key (ok false without one): an
+// Apply whose winner is that member is due too.
+func (p *Pool) due(at time.Time, cands []Candidate) (due bool, rotation Key, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.init || !p.quiet(at.UnixNano(), cands)
+	if last := len(p.slots) - 1; last >= 0 && p.slots[last].rotation {
+		rotation, ok = p.slots[last].key, true
+	}
+	return !p.init || !p.quiet(at.UnixNano(), cands), rotation, ok
 }

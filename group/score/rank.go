@@ -85,6 +85,12 @@ func (sc *rankScratch) ordinary() int {
 // are filled. A Peek changes nothing; a retry applies no pool change,
 // earns nothing and counts no reason.
 func (e *Engine) Rank(at time.Time, r *Request) Decision {
+	if r.Preflight && !r.Peek {
+		q := *r
+		q.Peek = true
+		d := e.Rank(at, &q)
+		return d
+	}
 	n := len(r.Cands)
 	if n == 0 {
 		return Decision{Index: -1}
@@ -108,7 +114,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	init := p.mark(r.Cands, sc.in)
 	// Only the serving pool's members are evaluated, unless the Apply
 	// will rank every candidate (bootstrap, rerank, replacement, …).
-	all := !init || authorized && p.due(at, r.Cands) || !sc.anyMember(r)
+	due, rot, hasRot := false, Key{}, false
+	if authorized {
+		due, rot, hasRot = p.due(at, r.Cands)
+	}
+	all := !init || due || r.Preflight || !sc.anyMember(r)
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -156,7 +166,9 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	if sel >= 0 {
 		r.Cands[sel].Winner = true
 	}
-	if authorized && sel >= 0 {
+	// The Apply: skipped when it was quiet when the rank began and the
+	// winner is not the rotation member (a quiet Apply commits nothing).
+	if authorized && sel >= 0 && (all || hasRot && r.Cands[sel].Key() == rot) {
 		for i := range r.Cands {
 			sc.pc[i] = r.Cands[i]
 			sc.pc[i].Eligible = sc.clean[i]
@@ -183,7 +195,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 				r.Cands[sel].Winner = true
 			}
 		}
-	} else if r.Peek && !init && sel >= 0 {
+	} else if r.Peek && (!init || r.Preflight) && sel >= 0 {
 		e.peekProjection(at, p, r, sc)
 		if !sc.in[sel] {
 			r.Cands[sel].Winner = false
@@ -264,13 +276,18 @@ func firstMember(cands []Candidate, in []bool, i int) bool {
 }
 
 // peekProjection marks Peek's temporary projection of an uninitialized
-// pool.
+// pool, or a preflight's prospective membership.
 func (e *Engine) peekProjection(at time.Time, p *Pool, r *Request, sc *rankScratch) {
 	for i := range r.Cands {
 		sc.pc[i] = r.Cands[i]
 		sc.pc[i].Eligible = sc.clean[i]
 	}
-	slots := p.Peek(at, sc.pc)
+	var slots []Slot
+	if r.Preflight {
+		slots = p.Project(at, sc.pc)
+	} else {
+		slots = p.Peek(at, sc.pc)
+	}
 	for i := range r.Cands {
 		sc.in[i] = false
 		k := r.Cands[i].Key()

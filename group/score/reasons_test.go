@@ -164,7 +164,7 @@ func TestReasonsSwitchAndFlap(t *testing.T) {
 		t.Fatalf("switches %d flaps %d, want 2 and 1", st.OrdinarySwitch, st.SwitchFlap)
 	}
 	h.rankReq(h.only(tgt, 2)) // A → B: returns to B, the prior winner, at once: a flap
-	for range score.FlapWindow {
+	for range 8 {             // the spec's eight ordinary selections
 		h.rankReq(h.only(tgt, 2))
 	}
 	h.rankReq(h.only(tgt, 1)) // B → A after eight selections: no flap

@@ -151,11 +151,13 @@ func (s *Scorer) cells(k exactKey, hasTarget bool, inc uint64) (g, f, e *cell) {
 	}
 	if e = s.exact.get(k); e != nil {
 		e.sync(g)
+		e.pf, e.pg = f, g
 		return g, f, e
 	}
 	e = s.exact.add(k)
 	e.inc = inc
 	e.inherit(g)
+	e.pf, e.pg = f, g
 	return g, f, e
 }
 

@@ -27,11 +27,15 @@ func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, need [
 			continue
 		}
 		k.node = cands[i].Node
-		g := s.agg.peek(k.global())
-		f := s.agg.peek(k.family())
-		var e *cell
+		var g, f, e *cell
 		if hasTarget {
 			e = s.exact.peek(k)
+		}
+		if e != nil && e.pf != nil && e.pg != nil && !e.pf.dead && !e.pg.dead {
+			f, g = e.pf, e.pg
+		} else {
+			g = s.agg.peek(k.global())
+			f = s.agg.peek(k.family())
 		}
 		if f != nil {
 			f.sync(g)
