@@ -139,6 +139,11 @@ func vmessClosed(t *testing.T, head []byte) error {
 		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		c.Read(b)
 		c.Write(head)
+		// Half-close and drain: closing with unread request bytes would
+		// answer with a reset instead of the end of stream under test.
+		c.(*net.TCPConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		io.Copy(io.Discard, c)
 	})
 	o, err := vmess.New(syspec.Outbound{Tag: "v", Type: "vmess", Server: addr, UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Security: "aes-128-gcm"}, deps())
 	if err != nil {
