@@ -314,6 +314,11 @@ type pairResult struct {
 	// resp is the known response's values and expiry, filled only for a
 	// readonly relation (pair's detail argument).
 	resp respDetail
+	// reporters is the pair question's progress: the challenger's
+	// distinct response reporters in live blocks it shares with the
+	// reference, on the exact target (on the most advanced common target
+	// for an aggregate read).
+	reporters int
 }
 
 // noCut reads every shared live block: no freshness cut.
@@ -322,7 +327,7 @@ const noCut = math.MinInt64
 // compare returns the gains of metric m of c over i on their shared live
 // blocks at now that start after after.
 func comparePair(i, c *cmpCell, now int64, probe bool, after int64) [nCmp]metricGain {
-	out, _ := comparePairShared(i, c, now, probe, after)
+	out, _, _ := comparePairShared(i, c, now, probe, after)
 	return out
 }
 
@@ -405,14 +410,16 @@ func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool
 }
 
 // comparePairShared is comparePair, also reporting whether the cells
-// share any live block at all.
-func comparePairShared(i, c *cmpCell, now int64, probe bool, after int64) (out [nCmp]metricGain, shared bool) {
+// share any live block at all and the challenger's distinct response
+// reporters in them (up to CompareReporters).
+func comparePairShared(i, c *cmpCell, now int64, probe bool, after int64) (out [nCmp]metricGain, shared bool, chReporters int) {
 	si, sc, shared := sharedSides(i, c, now, probe, after)
+	chReporters = sc[cmpResponse].nid
 	if probe {
 		// The weaker side's latest support bounds the cohort too.
 		w := time.Duration(i.width)
 		if min(i.latest, c.latest)+int64(max(BlockExpiry, w)) <= now {
-			return out, shared
+			return out, shared, chReporters
 		}
 	}
 	for m := range out {
@@ -429,7 +436,7 @@ func comparePairShared(i, c *cmpCell, now int64, probe bool, after int64) (out [
 			out[m] = metricGain{gain: (b - a) / a, known: true}
 		}
 	}
-	return out, shared
+	return out, shared, chReporters
 }
 
 // blockLive: a business block lives until its start plus BlockExpiry; a
@@ -498,9 +505,10 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		kc.node = c
 		exactC = s.cells[kc]
 		if ci, cc := r.exact, exactC; cc != nil {
-			g := comparePair(ci, cc, now, false, after)
+			g, _, rep := comparePairShared(ci, cc, now, false, after)
+			res.reporters = rep
 			if g[cmpResponse].known {
-				res := pairResult{basis: basisExact, m: g}
+				res := pairResult{basis: basisExact, m: g, reporters: rep}
 				if detail {
 					res.resp, _ = responseDetail(ci, cc, now, false)
 				}
@@ -532,7 +540,10 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		if cc == nil {
 			continue
 		}
-		g, shared := comparePairShared(ci, cc, now, false, after)
+		g, shared, rep := comparePairShared(ci, cc, now, false, after)
+		if !r.hasTarget {
+			res.reporters = max(res.reporters, rep)
+		}
 		if !g[cmpResponse].known {
 			// Unqualified matched targets leave the comparison partial;
 			// those without common live blocks are outside the cohort.
@@ -602,7 +613,7 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		}
 		g := comparePair(pi, pc, now, true, after)
 		if g[cmpResponse].known {
-			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial}
+			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial, reporters: res.reporters}
 			if detail {
 				pr.resp, _ = responseDetail(pi, pc, now, true)
 			}

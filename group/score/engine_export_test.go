@@ -85,11 +85,19 @@ func (e *Engine) State() string {
 	e.budget.mu.Unlock()
 	e.scorer.mu.Lock()
 	fmt.Fprintf(&b, "scorer seq %d\n", e.scorer.seq)
+	// Children apply their global aggregate's node record lazily, on any
+	// read: render them as derived (synced), which every read sees.
+	e.scorer.exact.each(func(k exactKey, c *cell) { c.sync(e.scorer.agg.peek(k.global())) })
+	e.scorer.agg.each(func(k aggKey, c *cell) {
+		if k.fam != noFamily {
+			c.sync(e.scorer.agg.peek(k.global()))
+		}
+	})
 	e.scorer.exact.each(func(k exactKey, c *cell) {
 		fmt.Fprintf(&b, "exact %v %q %+v %+v\n", k.node, k.tgt.text, c.ev, *c)
 	})
 	e.scorer.agg.each(func(k aggKey, c *cell) {
-		fmt.Fprintf(&b, "agg %v %d %+v\n", k.node, k.fam, c.ev)
+		fmt.Fprintf(&b, "agg %v %d %+v %+v\n", k.node, k.fam, c.ev, *c)
 	})
 	e.scorer.mu.Unlock()
 	fmt.Fprintf(&b, "pools %d\n", e.pools.Len())

@@ -512,3 +512,25 @@ func TestExplainLastReasonAndNoIdentity(t *testing.T) {
 		}
 	}
 }
+
+// Dispatch order: among trained members with a pair question, the one
+// with more reporters already sharing live blocks with the selection
+// goes first — in the readonly order and in the rank's walk.
+func TestPairProgressOrdersDispatch(t *testing.T) {
+	tgt := target(1)
+	h := incumbentAt(t, 3, tgt, 100*time.Millisecond) // leaf 1 in block A
+	h.served(3, tgt, 2, 100*time.Millisecond)         // leaf 3: two reporters shared with leaf 1
+	h.clk.Advance(score.BlockWidth)
+	h.served(2, tgt, 4, 100*time.Millisecond) // leaf 2: nothing shared
+	h.served(3, tgt, 2, 100*time.Millisecond)
+	ex := h.explain(tgt)
+	if len(ex.Members) != 2 || ex.Members[0].Member != 2 || ex.Members[0].Question != "pair" || ex.Members[1].Question != "pair" {
+		t.Fatalf("dispatch order %+v, want leaf 3 (two shared reporters) before leaf 2", ex.Members)
+	}
+	if ex.NextBusinessFlow == nil || ex.NextBusinessFlow.Member != 2 {
+		t.Fatalf("next business flow %+v", ex.NextBusinessFlow)
+	}
+	if d := h.e.Rank(h.now(), h.req(tgt)); !d.Attempt.Trial() || d.Index != 2 {
+		t.Fatalf("rank %d trial %v, want a pair trial of leaf 3", d.Index, d.Attempt.Trial())
+	}
+}

@@ -31,8 +31,9 @@ type rankScratch struct {
 	memoHas  bool
 	memoOK   bool
 
-	probes []int64 // probeRank's valid probe RTTs of the evaluated rows, sorted
-	rows   []int   // the evaluated rows (need), ascending
+	probes []int64    // probeRank's valid probe RTTs of the evaluated rows, sorted
+	rows   []int      // the evaluated rows (need), ascending
+	hist   *histEntry // decide's history entry: the commit's hint
 
 	// selectOrdinary's results.
 	hasTarget    bool
@@ -176,7 +177,9 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			nc.last.Store(uint32(reason))
 			nc.deadFiltered.Add(sc.dead)
 			nc.failStreakExcluded.Add(sc.streak)
-			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node); sw {
+			hint := sc.hist
+			sc.hist = nil
+			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node, hint); sw {
 				nc.ordinarySwitch.Add(1)
 				if flap {
 					nc.switchFlap.Add(1)
@@ -397,11 +400,13 @@ type decision struct {
 // the first choice.
 func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) decision {
 	sc.incumbent = -1
+	sc.hist = nil
 	u := sc.ordinary()
 	if u < 0 {
 		return decision{sel: -1}
 	}
-	inc, known := e.hist.incumbent(histKey{k.group, k.net, k.fam, k.tgt})
+	inc, he, known := e.hist.incumbent(histKey{k.group, k.net, k.fam, k.tgt})
+	sc.hist = he
 	ii := -1
 	if known {
 		for i := range r.Cands {
@@ -535,6 +540,7 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		ls := g.leaves[r.Cands[c].Node]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		var q Question
+		pairProgress := 0
 		switch {
 		case hard:
 			q = Recovery
@@ -551,7 +557,7 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 			if !sc.paired[c] || !incumbentSel || cut != noCut {
 				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, cut, false)
 			}
-			q = Pair
+			q, pairProgress = Pair, pr.reporters
 			// Only business evidence of this scope settles a pair: the
 			// exact target's own pair, or common targets for an aggregate
 			// read; configured probes never do.
@@ -564,8 +570,11 @@ func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk Budg
 		}
 		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
 			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
-		if q == Qualification {
+		switch q {
+		case Qualification:
 			ch.Progress = int(v.Exact.Successes)
+		case Pair:
+			ch.Progress = pairProgress
 		}
 		if ls != nil {
 			ch.Unfinished = int(ls.unfinished[ni].Load())
