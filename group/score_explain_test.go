@@ -110,3 +110,33 @@ func TestAScoreExplanationIsReadonly(t *testing.T) {
 		t.Fatalf("reads moved counters:\n%+v\n%+v", before, after)
 	}
 }
+
+// A relation names its challenger by tag: the configured probes of two
+// members give the selection's pair a probe-cohort response relation.
+func TestAScoreRelationNamesItsChallenger(t *testing.T) {
+	var eng *score.Engine
+	c := newClock()
+	e := build(t, []spec.Group{auto("score", "s", "a", "b")}, leaves("a", "b"), withScore(&eng, c))
+	e.m.ConfigureScore(c.Now())
+	for range 6 {
+		eng.Probe(netx.TCP, node("a", 1), c.Now(), 40*time.Millisecond, true, 30*time.Second)
+		eng.Probe(netx.TCP, node("b", 1), c.Now(), 41*time.Millisecond, true, 30*time.Second)
+		c.advance(30 * time.Second)
+	}
+	settleFlows(t, e, c, "s", scoreDst, 2)
+	x, err := e.m.ExplainScore("s", netx.TCP, netx.V4, netx.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Relations) != 1 {
+		t.Fatalf("relations %+v (selected %q)", x.Relations, x.Selected)
+	}
+	r := x.Relations[0]
+	want := "a"
+	if x.Selected == "a" {
+		want = "b"
+	}
+	if r.Member != want || r.Basis != score.BasisProbeCohort || r.Relation != score.RelEquivalent || r.ExpiresAt.IsZero() {
+		t.Fatalf("relation %+v, want %s's equivalent probe-cohort relation", r, want)
+	}
+}
