@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -240,5 +242,58 @@ func TestTCPCarrierNetworks(t *testing.T) {
 	}
 	if got := tcpCarrierNets("vless", false); !slices.Equal(got, []netx.Network{netx.TCP}) {
 		t.Errorf("vless without UDP: %v", got)
+	}
+}
+
+// The Score leaf's proxy sockets reach its carrier set through its own
+// dialer copy; a non-Score runtime's sockets are kept by nothing.
+func TestScoreLeafProxySocketsAreCarriers(t *testing.T) {
+	if !pressure.TCPInfoAvailable {
+		t.Skip("no TCP_INFO here: a TCP carrier set keeps nothing")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	defer func() { ln.Close(); <-done }()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	text := strings.ReplaceAll(pressureConfig, `server = "127.0.0.1:2"`, `server = "127.0.0.1:`+port+`"`)
+	text = strings.NewReplacer("SERVER", port, "SCORE", `"s1", "d1"`).Replace(text)
+	s, _, err := config.Parse([]byte(text), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := New(s, Options{Logger: slog.New(slog.DiscardHandler), beatPeriod: time.Hour, pressureFeed: &fakePressure{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	dial := func(tag string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		dst, _ := netx.ParseAddr("192.0.2.1:80")
+		if c, err := sv.cur.outbounds[tag].target.Outbound().DialStream(ctx, netx.Flow{Network: netx.TCP, Dst: dst}); err == nil {
+			c.Close()
+		}
+	}
+	dial("s1")
+	dial("s2")
+	set := sv.cur.outbounds["s1"].gate.set.Load()
+	if set == nil || set.Len() != 1 {
+		t.Fatalf("the Score leaf's carrier set: %v", set)
+	}
+	if sv.cur.outbounds["s2"].gate.set.Load() != nil {
+		t.Fatal("the non-Score runtime keeps its sockets")
 	}
 }
