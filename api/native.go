@@ -66,6 +66,7 @@ func warmOf(st warm.State) warmJSON {
 func (s *Server) nativeRoutes(r chi.Router) {
 	r.Get("/switchyard/v1/groups", s.nativeGroups)
 	r.Get("/switchyard/v1/groups/{name}", s.nativeGroup)
+	r.Get("/switchyard/v1/groups/{name}/score", s.nativeGroupScore)
 	r.Put("/switchyard/v1/groups/{name}/select", s.nativeSelect)
 	r.Get("/switchyard/v1/nodes/{name}", s.nativeNode)
 	r.Get("/switchyard/v1/admission", s.nativeAdmission)
@@ -109,6 +110,9 @@ type pickJSON struct {
 	Sentence   string          `json:"sentence"`
 	Candidates []candidateJSON `json:"candidates"`
 	Since      *time.Time      `json:"since,omitempty"`
+	// Score is a Score group's aggregate summary (GET …/score's body
+	// without group, network and family).
+	Score *group.ScoreExplanation `json:"score,omitempty"`
 }
 
 type groupJSON struct {
@@ -126,7 +130,7 @@ type groupJSON struct {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func pickOf(x group.Explanation) pickJSON {
-	p := pickJSON{Winner: x.Winner, Leaf: x.Leaf, Chain: x.Chain, Final: x.Final, Reason: string(x.Reason), Sentence: x.Sentence}
+	p := pickJSON{Winner: x.Winner, Leaf: x.Leaf, Chain: x.Chain, Final: x.Final, Reason: string(x.Reason), Sentence: x.Sentence, Score: x.Score}
 	if !x.Since.IsZero() {
 		t := x.Since
 		p.Since = &t

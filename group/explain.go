@@ -86,6 +86,10 @@ type Explanation struct {
 	Incumbent        string
 	Tolerance        time.Duration
 	Since            time.Time // fallback: when the pin was set
+	// Score is a Score group's aggregate conditional-verification
+	// summary for the network and family (ExplainScore); nil for other
+	// policies.
+	Score *ScoreExplanation
 }
 
 // Explain describes the group's selection for network and health family
@@ -103,6 +107,11 @@ func (m *Manager) Explain(group string, network netx.Network, f netx.Family) Exp
 	x.Policy = g.pol.String()
 	if g.pol == urltest {
 		x.Tolerance = g.tol
+	}
+	if g.pol == scoring {
+		if sx, err := m.ExplainScore(group, network, f, netx.Addr{}); err == nil {
+			x.Score = &sx
+		}
 	}
 	net, fam := int(network), int(f)
 	var q plane.Query

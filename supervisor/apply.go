@@ -103,6 +103,7 @@ func (sv *Supervisor) commit(p *prepared, ins *inboundPlan, eng *health.Engine) 
 	sv.publish(old, p)
 	eng.SyncActivity(activities(p.next))
 	sv.syncWarm(p.next, p.plane)
+	sv.syncPressure(old, p.next)
 	if eng != oldEngine {
 		sv.log.Info("[health] changed: node health starts over")
 		oldEngine.Stop()

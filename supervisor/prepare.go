@@ -63,7 +63,8 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		if st.kind == stepReuse {
 			// The same target, under the new spec: a key outside the build
 			// key (drain) takes effect on the running version.
-			r := &runOutbound{spec: st.spec, key: st.key, target: cur.outbounds[st.spec.Tag].target}
+			was := cur.outbounds[st.spec.Tag]
+			r := &runOutbound{spec: st.spec, key: st.key, target: was.target, gate: was.gate, counters: was.counters, press: was.press}
 			next.outbounds[st.spec.Tag] = r
 			targets[st.spec.Tag] = r.target
 			continue
@@ -71,16 +72,18 @@ func prepareWith(cur *state, s *spec.Spec, deps outbound.Deps, wrap func(spec.Ou
 		id := plane.OutboundID{Tag: st.spec.Tag, Version: st.version}
 		d := deps
 		d.Logger = deps.Logger.With("outbound", id.String())
+		gate := newCarrierGate(st.spec, &d)
 		out, err := build.Outbound(st.spec, d)
 		if err != nil {
 			return nil, fmt.Errorf("building outbound %s failed: %w", id, err)
 		}
+		raw := out
 		if wrap != nil {
 			out = wrap(st.spec, out)
 		}
 		t := plane.NewTarget(id, out)
 		t.SetNode(next.nodeIDs[st.spec.Tag])
-		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, key: st.key, target: t}
+		next.outbounds[st.spec.Tag] = &runOutbound{spec: st.spec, key: st.key, target: t, gate: gate, counters: counterSourceOf(out, raw)}
 		targets[st.spec.Tag] = t
 	}
 	for _, st := range p.balancers {

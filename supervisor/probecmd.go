@@ -186,6 +186,9 @@ func Probe(ctx context.Context, s *spec.Spec, tags []string, log *slog.Logger) (
 		return rep, nil
 	}
 	h.settle(eng, m)
+	// The Score groups' engine (the manager's own here) is configured as
+	// a publication configures it, so that their summaries read.
+	m.ConfigureScore(time.Now())
 	info := map[string]group.Info{}
 	for _, g := range m.Groups() {
 		info[g.Tag] = g

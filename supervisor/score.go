@@ -63,9 +63,16 @@ type scoreFeed interface {
 }
 
 // scoreObserver is the health engine's observer with the Score engine fed
-// too: every probe result of a node (the engine keeps those of its Score
-// groups' members) with the probe interval, and a node's TCP death as an
-// authoritative health exclusion.
+// too: every TCP probe result of a node (the engine keeps those of its
+// Score groups' members) with the probe interval, and a node's TCP death
+// as an authoritative health exclusion.
+//
+// The UDP health probe (one DNS query) is not Score evidence: Score's UDP
+// probe quality is the Score QUIC evidence handshake alone (scorequic.go),
+// a separate DataUdp measurement. A DNS round trip to udp_check_dns is
+// another request to another server; pooling it with the handshake's
+// durations in one probe cohort would mix measurement scopes, and a
+// failed DNS query would fail a slot the handshake may have just proven.
 type scoreObserver struct {
 	next     health.Observer // the metrics, or nil
 	score    scoreFeed
@@ -83,12 +90,10 @@ func (o scoreObserver) Transition(id health.NodeID, name string, d health.Domain
 }
 
 func (o scoreObserver) Probed(id health.NodeID, name string, d health.Domain, f netx.Family, rtt time.Duration, err error) {
-	network := netx.TCP
-	if d != health.TCP {
-		network = netx.UDP
+	if d == health.TCP {
+		now := o.now()
+		o.score.Probe(netx.TCP, id, now.Add(-rtt), rtt, err == nil, o.interval)
 	}
-	now := o.now()
-	o.score.Probe(network, id, now.Add(-rtt), rtt, err == nil, o.interval)
 	if o.next != nil {
 		o.next.Probed(id, name, d, f, rtt, err)
 	}

@@ -42,9 +42,10 @@ func (f *fakeFeed) NodeDown(node health.NodeID, _ time.Time) {
 	f.mu.Unlock()
 }
 
-// Every probe result reaches the Score engine with its network and the
-// probe interval; a TCP death is a node-down; UDP deaths and revivals are
-// not.
+// Every TCP probe result reaches the Score engine with the probe
+// interval; a TCP death is a node-down; UDP deaths and revivals are not.
+// The UDP health probe (DNS), failed or answered, is no Score evidence:
+// Score's UDP probe slot carries the QUIC evidence handshake alone.
 func TestHealthFeedsTheScoreEngine(t *testing.T) {
 	f := &fakeFeed{}
 	o := scoreObserver{score: f, interval: 30 * time.Second, now: time.Now}
@@ -52,12 +53,14 @@ func TestHealthFeedsTheScoreEngine(t *testing.T) {
 	n[0] = 7
 	o.Probed(n, "a", health.TCP, netx.V4, 40*time.Millisecond, nil)
 	o.Probed(n, "a", health.DNSUDP, netx.V4, 0, errors.New("timeout"))
+	o.Probed(n, "a", health.DNSUDP, netx.V4, 9*time.Millisecond, nil)
+	scoreQUICFeed(f, 30*time.Second)(n, time.Now(), 25*time.Millisecond, true)
 	o.Transition(n, "a", health.TCP, netx.V4, false)
 	o.Transition(n, "a", health.DataUDP, netx.V4, false)
 	o.Transition(n, "a", health.TCP, netx.V4, true)
 	want := []feedEvent{
 		{"probe", netx.TCP, n, 40 * time.Millisecond, true, 30 * time.Second},
-		{"probe", netx.UDP, n, 0, false, 30 * time.Second},
+		{"probe", netx.UDP, n, 25 * time.Millisecond, true, 30 * time.Second},
 		{what: "down", node: n},
 	}
 	if fmt.Sprint(f.events) != fmt.Sprint(want) {

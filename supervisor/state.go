@@ -4,6 +4,7 @@ import (
 	"switchyard/balancer"
 	"switchyard/group"
 	"switchyard/health"
+	"switchyard/internal/pressure"
 	"switchyard/plane"
 	"switchyard/spec"
 )
@@ -41,6 +42,12 @@ type runOutbound struct {
 	spec   spec.Outbound
 	key    buildKey
 	target *plane.Target
+	// gate is the carrier sink of its dialer copy (nil: no TCP carriers),
+	// counters its QUIC counters (nil: none), press its carrier-pressure
+	// sampling while it is a Score leaf (pressure.go).
+	gate     *carrierGate
+	counters pressure.CounterSource
+	press    *runPressure
 }
 
 type runBalancer struct {

@@ -10,11 +10,13 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"switchyard/balancer"
 	"switchyard/group"
 	"switchyard/group/score"
 	"switchyard/health"
+	"switchyard/internal/pressure"
 	"switchyard/metrics"
 	"switchyard/netx"
 	"switchyard/outbound"
@@ -65,6 +67,11 @@ type Options struct {
 
 	// wrap, in tests, wraps each outbound the supervisor builds.
 	wrap func(spec.Outbound, outbound.Outbound) outbound.Outbound
+	// beatPeriod, in tests, is the carrier-pressure heartbeat's period
+	// (0: pressure.HeartbeatPeriod); pressureFeed hears the hints
+	// instead of the Score engine.
+	beatPeriod   time.Duration
+	pressureFeed pressureFeed
 }
 
 // Supervisor owns the running state. Apply and Close are serialised; flows
@@ -111,6 +118,9 @@ type Supervisor struct {
 	modes modes
 	// warm is the warm-up over the published generation (warm.go).
 	warm *warm.Manager
+	// beat is the process's one carrier-pressure heartbeat (pressure.go),
+	// started with the first Score leaf's runtime; guarded by mu.
+	beat *pressure.Beat
 
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
@@ -198,6 +208,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 	sv.publish(nil, p)
 	eng.SyncActivity(activities(p.next))
 	sv.syncWarm(p.next, p.plane)
+	sv.syncPressure(nil, p.next)
 	sv.cur = p.next
 	sv.attachMetrics()
 	return sv, nil
@@ -331,6 +342,7 @@ func (sv *Supervisor) Close() error {
 	if e := sv.engine.Load(); e != nil {
 		e.Stop()
 	}
+	sv.closePressure()
 	sv.bg.Wait()
 	sv.dnsRT.close()
 	if sv.dnsPrev != sv.dnsRT {

@@ -52,6 +52,15 @@ Output: one row per node, in configuration order:
 then two lines per group, its selection over IPv4:
   group TAG (POLICY): tcp → LEAF via GROUP > ... > LEAF — WHY
   group TAG (POLICY): udp → LEAF via GROUP > ... > LEAF — WHY
+each line of a Score group followed by its evidence summary (the readonly
+aggregate read of that network over IPv4):
+    score: selected MEMBER, provisional|qualified, observed usable|not
+      observed usable; question Q (wait W); next flow MEMBER (Q)|none;
+      last reason R
+    member MEMBER: question Q, wait W       (one per challenger, in
+                                            dispatch order)
+    relation MEMBER: equivalent|faster (selection|challenger), BASIS,
+      SEL vs CH, expires HH:MM:SS
 The groups read this cycle's outcome: a state whose probe failed in it is
 dead to them (a running switchyard waits for 3 failures in a row).
 
@@ -68,6 +77,14 @@ dead to them (a running switchyard waits for 3 failures in a row).
     unmeasured, pinned, round_robin, ipv4_path, final, last_resort, refused
   excluded: "" (eligible), dead, no_udp, udp_dead, check_url_dead,
     cut_cycle, too_deep, cycle, no_pick, not_chosen
+  score (Score groups only): selected, provisional, observed_usable,
+    question, wait_reason, next_business_flow (null, or member and
+    question), members[] (member, question, wait_reason), relations[]
+    (member, relation, faster, basis, selection_ms, challenger_ms,
+    expires_at), last_reason
+  question: recovery, availability, pair, qualification, none;
+    wait_reason: none, budget, inFlight, comparableTraffic, backoff;
+    basis: targetResponse, commonTargets, probeCohort
 
 Exit status: 0 when every probed node answered its TCP probe; 1 when the
 configuration is invalid or a TAG names nothing to probe; 2 when a node did
@@ -230,11 +247,51 @@ func writeProbeText(w io.Writer, rep *supervisor.ProbeReport) error {
 				fmt.Fprintf(&b, "%s via %s", to, strings.Join(chain, " > "))
 			}
 			fmt.Fprintf(&b, " — %s\n", x.Sentence)
+			if x.Score != nil {
+				writeScoreText(&b, x.Score)
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// writeScoreText is a Score group's evidence summary under its line.
+func writeScoreText(b *strings.Builder, x *group.ScoreExplanation) {
+	sel, qual, usable := x.Selected, "qualified", "observed usable"
+	if sel == "" {
+		sel = "none"
+	}
+	if x.Provisional {
+		qual = "provisional"
+	}
+	if !x.ObservedUsable {
+		usable = "not observed usable"
+	}
+	next := "none"
+	if n := x.NextBusinessFlow; n != nil {
+		next = fmt.Sprintf("%s (%s)", n.Member, n.Question)
+	}
+	last := x.LastReason
+	if last == "" {
+		last = "none"
+	}
+	fmt.Fprintf(b, "    score: selected %s, %s, %s; question %s (wait %s); next flow %s; last reason %s\n",
+		sel, qual, usable, x.Question, x.WaitReason, next, last)
+	for _, m := range x.Members {
+		fmt.Fprintf(b, "    member %s: question %s, wait %s\n", m.Member, m.Question, m.WaitReason)
+	}
+	for _, r := range x.Relations {
+		rel := r.Relation
+		if r.Faster != "" {
+			rel += " (" + r.Faster + ")"
+		}
+		fmt.Fprintf(b, "    relation %s: %s, %s, %s vs %s, expires %s\n", r.Member, rel, r.Basis,
+			shortDuration(msDuration(r.SelectionMs)), shortDuration(msDuration(r.ChallengerMs)), r.ExpiresAt.Local().Format("15:04:05"))
+	}
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 func stateWord(n supervisor.ProbeNode, d health.Domain, f netx.Family) string {
 	switch obs, ok := n.Verdict(d, f); {
@@ -317,6 +374,36 @@ type (
 		Reason     string               `json:"reason"`
 		Sentence   string               `json:"sentence"`
 		Candidates []probeCandidateJSON `json:"candidates"`
+		Score      *probeScoreJSON      `json:"score,omitempty"`
+	}
+	probeScoreJSON struct {
+		Selected         string              `json:"selected"`
+		Provisional      bool                `json:"provisional"`
+		ObservedUsable   bool                `json:"observed_usable"`
+		Question         string              `json:"question"`
+		WaitReason       string              `json:"wait_reason"`
+		NextBusinessFlow *probeNextFlowJSON  `json:"next_business_flow"`
+		Members          []probeMemberJSON   `json:"members"`
+		Relations        []probeRelationJSON `json:"relations"`
+		LastReason       string              `json:"last_reason"`
+	}
+	probeNextFlowJSON struct {
+		Member   string `json:"member"`
+		Question string `json:"question"`
+	}
+	probeMemberJSON struct {
+		Member     string `json:"member"`
+		Question   string `json:"question"`
+		WaitReason string `json:"wait_reason"`
+	}
+	probeRelationJSON struct {
+		Member       string    `json:"member"`
+		Relation     string    `json:"relation"`
+		Faster       string    `json:"faster"`
+		Basis        string    `json:"basis"`
+		SelectionMS  float64   `json:"selection_ms"`
+		ChallengerMS float64   `json:"challenger_ms"`
+		ExpiresAt    time.Time `json:"expires_at"`
 	}
 	probeCandidateJSON struct {
 		Member    string   `json:"member"`
@@ -394,6 +481,25 @@ func selectionJSON(x group.Explanation, chain []string) probeSelectionJSON {
 			cj.LatencyMS = millis(c.Latency)
 		}
 		j.Candidates = append(j.Candidates, cj)
+	}
+	if x.Score != nil {
+		j.Score = scoreJSON(x.Score)
+	}
+	return j
+}
+
+func scoreJSON(x *group.ScoreExplanation) *probeScoreJSON {
+	j := &probeScoreJSON{Selected: x.Selected, Provisional: x.Provisional, ObservedUsable: x.ObservedUsable, Question: x.Question,
+		WaitReason: x.WaitReason, LastReason: x.LastReason, Members: []probeMemberJSON{}, Relations: []probeRelationJSON{}}
+	if n := x.NextBusinessFlow; n != nil {
+		j.NextBusinessFlow = &probeNextFlowJSON{Member: n.Member, Question: n.Question}
+	}
+	for _, m := range x.Members {
+		j.Members = append(j.Members, probeMemberJSON{Member: m.Member, Question: m.Question, WaitReason: m.WaitReason})
+	}
+	for _, r := range x.Relations {
+		j.Relations = append(j.Relations, probeRelationJSON{Member: r.Member, Relation: r.Relation, Faster: r.Faster, Basis: r.Basis,
+			SelectionMS: r.SelectionMs, ChallengerMS: r.ChallengerMs, ExpiresAt: r.ExpiresAt})
 	}
 	return j
 }

@@ -340,3 +340,94 @@ func TestProbeCommandUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+const scoreGroup = `
+[[outbounds]]
+tag = "other"
+type = "direct"
+
+[[groups]]
+tag = "smart"
+policy = "score"
+members = ["good", "other"]
+
+[route]
+final = "smart"
+`
+
+// A Score group's lines are each followed by its evidence summary —
+// selection, question and wait, next flow, last reason, one line per
+// challenger — in the text and under score in --json; other groups have
+// none.
+func TestProbeCommandPrintsAScoreGroupsEvidence(t *testing.T) {
+	cfg := probeConfig(t, scoreGroup)
+	stdout, stderr, code := execute(t, probeCmd(), "-c", cfg)
+	if code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"group smart (score): tcp → good via smart > good — ",
+		"    score: selected good, provisional, not observed usable; question ",
+		"    member other: question ",
+	} {
+		if !strings.Contains(stdout, "\n"+want) {
+			t.Fatalf("no line %q in:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "; last reason ") || !strings.Contains(stdout, "; next flow ") {
+		t.Fatalf("the summary lacks its next flow or last reason:\n%s", stdout)
+	}
+	stdout, _, _ = execute(t, probeCmd(), "-c", cfg, "--json")
+	var rep struct {
+		Groups []struct {
+			TCP struct {
+				Score *struct {
+					Selected   string `json:"selected"`
+					Question   string `json:"question"`
+					WaitReason string `json:"wait_reason"`
+					Members    []struct {
+						Member     string `json:"member"`
+						Question   string `json:"question"`
+						WaitReason string `json:"wait_reason"`
+					} `json:"members"`
+					Relations []any `json:"relations"`
+				} `json:"score"`
+			} `json:"tcp"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	sc := rep.Groups[0].TCP.Score
+	if sc == nil || sc.Selected != "good" || sc.Question == "" || sc.WaitReason == "" || sc.Relations == nil ||
+		len(sc.Members) != 1 || sc.Members[0].Member != "other" || sc.Members[0].Question == "" {
+		t.Fatalf("score: %+v\n%s", sc, stdout)
+	}
+	var v any
+	json.Unmarshal([]byte(stdout), &v)
+	keys := map[string]bool{}
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				keys[k] = true
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	for k := range keys {
+		if !strings.Contains(probeHelp, k) {
+			t.Errorf("the help does not document %q", k)
+		}
+	}
+	stdout, _, _ = execute(t, probeCmd(), "-c", probeConfig(t, autoGroup))
+	if strings.Contains(stdout, "    score:") {
+		t.Fatalf("a urltest group has a Score summary:\n%s", stdout)
+	}
+}
