@@ -70,8 +70,8 @@ func (a *Attempt) Begin(at time.Time) (*Flow, error) {
 	f := &Flow{e: e, rep: rep, g: a.g, scope: a.scope, bk: a.bk, trial: a.trial, res: a.res, began: at.UnixNano()}
 	f.pool = e.pools.peek(a.scope.Group, a.scope.Network)
 	if !a.trial {
-		if u := a.g.unfinished[a.scope.Node]; u != nil {
-			f.unf = &u[netIndex(a.scope.Network)]
+		if u := a.g.leaves[a.scope.Node]; u != nil {
+			f.unf = &u.unfinished[netIndex(a.scope.Network)]
 			f.unf.Add(1)
 		}
 	}

@@ -135,7 +135,19 @@ const (
 	Recovery                      // after a failure streak; never paused
 	Availability                  // available without recent usability
 	Pair                          // paired response evidence with the selection
+	NoQuestion                    // nothing open (a readonly view's answer; never funded)
 )
+
+var questionNames = [...]string{Qualification: "qualification", Recovery: "recovery", Availability: "availability", Pair: "pair", NoQuestion: "none"}
+
+// String is the question's readonly name: recovery, availability, pair,
+// qualification or none.
+func (q Question) String() string {
+	if int(q) < len(questionNames) {
+		return questionNames[q]
+	}
+	return "unknown"
+}
 
 // Trial is what Reserve is asked to fund: a member, its open question and
 // the business target (ignored for Qualification).
@@ -313,12 +325,16 @@ func (b *Budget) Earn(keys ...BudgetKey) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var dsBuf [4]*demand // the demand entry counted for each key (nil: counted earlier or none)
+	ds := dsBuf[:0]
 	for i, k := range keys {
-		if _, ok := b.sizes[k.Group]; !ok || seenNet(keys[:i], k) {
-			continue
+		var d *demand
+		if _, ok := b.sizes[k.Group]; ok && !seenNet(keys[:i], k) {
+			b.tick++
+			d = b.demandOf(groupNet{k.Group, k.Network})
+			d.d.add(now, BusinessHalfLife, 1)
 		}
-		b.tick++
-		b.demandOf(groupNet{k.Group, k.Network}).d.add(now, BusinessHalfLife, 1)
+		ds = append(ds, d)
 	}
 	for i, k := range keys {
 		if seenKey(keys[:i], k) {
@@ -329,7 +345,11 @@ func (b *Budget) Earn(keys ...BudgetKey) {
 			continue
 		}
 		busy := false
-		if d := b.business[groupNet{k.Group, k.Network}]; d != nil {
+		d := ds[i]
+		if d == nil {
+			d = b.business[groupNet{k.Group, k.Network}]
+		}
+		if d != nil {
 			busy = d.d.value(now, BusinessHalfLife) >= busyThreshold
 		}
 		w.earn(now, busy)

@@ -62,6 +62,9 @@ type cell struct {
 
 	// First-choice performance metrics (perf.go), nil until measured.
 	perf *perfState
+	// degraded is the latest setup or response sample that degraded
+	// against this cell's own history (exact cells; 0: none).
+	degraded int64
 
 	// An exact cell's family and global aggregates as last resolved: a
 	// rank's shortcut past two lookups, valid while neither is dead.
@@ -150,6 +153,7 @@ func (c *cell) reload(at int64) {
 	c.probeOK = false
 	c.probeRTT = 0
 	c.perf = nil
+	c.degraded = 0
 }
 
 // rx publishes eligible business RX from reporter id at at.

@@ -16,6 +16,7 @@ package score
 // never falls back to an unrelated average.
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -310,23 +311,32 @@ type pairResult struct {
 	// partial: matched common targets were skipped (unqualified or over
 	// the cap), so the response gap stays pending.
 	partial bool
+	// resp is the known response's values and expiry, filled only for a
+	// readonly relation (pair's detail argument).
+	resp respDetail
+	// reporters is the pair question's progress: the challenger's
+	// distinct response reporters in live blocks it shares with the
+	// reference, on the exact target (on the most advanced common target
+	// for an aggregate read).
+	reporters int
 }
 
+// noCut reads every shared live block: no freshness cut.
+const noCut = math.MinInt64
+
 // compare returns the gains of metric m of c over i on their shared live
-// blocks at now.
-func comparePair(i, c *cmpCell, now int64, probe bool) [nCmp]metricGain {
-	out, _ := comparePairShared(i, c, now, probe)
+// blocks at now that start after after.
+func comparePair(i, c *cmpCell, now int64, probe bool, after int64) [nCmp]metricGain {
+	out, _, _ := comparePairShared(i, c, now, probe, after)
 	return out
 }
 
-// comparePairShared is comparePair, also reporting whether the cells
-// share any live block at all.
-func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGain, shared bool) {
-	var si, sc [nCmp]side
-	oldest := int64(0)
+// sharedSides sums both cells' metrics over their shared live blocks at
+// now that start after after.
+func sharedSides(i, c *cmpCell, now int64, probe bool, after int64) (si, sc [nCmp]side, shared bool) {
 	for bi := range i.blocks {
 		b := &i.blocks[bi]
-		if b.start == 0 || !blockLive(b.start, i.width, now, probe) {
+		if b.start == 0 || b.start <= after || !blockLive(b.start, i.width, now, probe) {
 			continue
 		}
 		for bj := range c.blocks {
@@ -334,20 +344,82 @@ func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGa
 				continue
 			}
 			shared = true
-			if oldest == 0 || b.start < oldest {
-				oldest = b.start
-			}
-			for m := range out {
+			for m := range si {
 				si[m].add(&b.m[m])
 				sc[m].add(&c.blocks[bj].m[m])
 			}
 		}
 	}
+	return si, sc, shared
+}
+
+// respDetail is a known response comparison's actual values (ms) and
+// the time it stops being known without new samples.
+type respDetail struct {
+	sel, ch float64
+	expires int64
+}
+
+// responseDetail reads the response metric of the pair (i, c) at now:
+// both sides' means and its expiry — the expiry of the shared block
+// whose loss leaves a side without its four reporters (blocks expire
+// oldest first), and for a probe cohort also the weaker side's latest
+// support bound. ok is false when the response is not known.
+func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool) {
+	si, sc, _ := sharedSides(i, c, now, probe, noCut)
+	if !si[cmpResponse].known() || !sc[cmpResponse].known() {
+		return d, false
+	}
+	if probe && min(i.latest, c.latest)+int64(max(BlockExpiry, time.Duration(i.width))) <= now {
+		return d, false
+	}
+	d.sel, d.ch = si[cmpResponse].mean(), sc[cmpResponse].mean()
+	// The shared live starts, ascending.
+	var starts [Blocks]int64
+	n := 0
+	for bi := range i.blocks {
+		st := i.blocks[bi].start
+		if st == 0 || !blockLive(st, i.width, now, probe) {
+			continue
+		}
+		for bj := range c.blocks {
+			if c.blocks[bj].start == st {
+				starts[n] = st
+				n++
+				break
+			}
+		}
+	}
+	slices.Sort(starts[:n])
+	life := int64(BlockExpiry)
+	if probe {
+		life = Blocks * i.width
+	}
+	d.expires = starts[n-1] + life
+	for _, st := range starts[:n] {
+		a, b, _ := sharedSides(i, c, now, probe, st)
+		if !a[cmpResponse].known() || !b[cmpResponse].known() {
+			d.expires = st + life
+			break
+		}
+	}
+	if probe {
+		d.expires = min(d.expires, min(i.latest, c.latest)+int64(max(BlockExpiry, time.Duration(i.width))))
+	}
+	return d, true
+}
+
+// comparePairShared is comparePair, also reporting whether the cells
+// share any live block at all and the challenger's distinct response
+// reporters in them (up to CompareReporters).
+func comparePairShared(i, c *cmpCell, now int64, probe bool, after int64) (out [nCmp]metricGain, shared bool, chReporters int) {
+	si, sc, shared := sharedSides(i, c, now, probe, after)
+	chReporters = sc[cmpResponse].nid
 	if probe {
 		// The weaker side's latest support bounds the cohort too.
 		w := time.Duration(i.width)
 		if min(i.latest, c.latest)+int64(max(BlockExpiry, w)) <= now {
-			return out, shared
+			return out, shared, chReporters
 		}
 	}
 	for m := range out {
@@ -364,7 +436,7 @@ func comparePairShared(i, c *cmpCell, now int64, probe bool) (out [nCmp]metricGa
 			out[m] = metricGain{gain: (b - a) / a, known: true}
 		}
 	}
-	return out, shared
+	return out, shared, chReporters
 }
 
 // blockLive: a business block lives until its start plus BlockExpiry; a
@@ -383,18 +455,64 @@ func blockLive(start, width, now int64, probe bool) bool {
 // otherwise at most MaxCommonTargets response-qualified common targets
 // in canonical order, weighted equally; otherwise the same current
 // configured-probe cohort (response only: a probe proves no goodput).
-func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now int64) pairResult {
+//
+// Only blocks starting after after count (noCut: every live block): a
+// question's freshness cut. With detail, a known response also carries
+// its actual values and its expiry (pairResult.resp): what a readonly
+// relation reports.
+func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now, after int64, detail bool) pairResult {
+	ref := s.lockRef(group, net, fam, i, tgt, hasTarget, now)
+	defer ref.unlock()
+	return ref.pair(c, after, detail)
+}
+
+// pairRef is a batch of pair reads against one incumbent under one lock
+// of the store: the incumbent's cells are looked up once.
+type pairRef struct {
+	s         *compareStore
+	group     GroupID
+	net       netx.Network
+	fam       netx.Family
+	hasTarget bool
+	now       int64
+	exact     *cmpCell   // the incumbent's exact cell, or nil
+	common    []*cmpCell // the incumbent's cells of the family
+	probes    []*cmpCell // the incumbent's probe cohorts
+}
+
+// lockRef locks the store and returns the batch of incumbent i's pairs;
+// the caller calls unlock.
+func (s *compareStore) lockRef(group GroupID, net netx.Network, fam netx.Family, i health.NodeID, tgt target, hasTarget bool, now int64) pairRef {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var res pairResult
+	r := pairRef{s: s, group: group, net: net, fam: fam, hasTarget: hasTarget, now: now}
 	if hasTarget {
-		ki := cmpKey{group: group, node: i, net: net, fam: uint8(fam), tgt: tgt}
-		kc := ki
+		r.exact = s.cells[cmpKey{group: group, node: i, net: net, fam: uint8(fam), tgt: tgt}]
+	}
+	r.common = s.nodes[cmpNode{group, i, net, uint8(fam)}]
+	r.probes = s.nodes[cmpNode{group, i, net, noFamily}]
+	return r
+}
+
+func (r *pairRef) unlock() { r.s.mu.Unlock() }
+
+// pair is compareStore.pair of challenger c under the batch's lock.
+func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
+	s, now := r.s, r.now
+	var res pairResult
+	var exactC *cmpCell // the challenger's cell of the exact target, looked up once
+	if r.exact != nil {
+		kc := r.exact.key
 		kc.node = c
-		if ci, cc := s.cells[ki], s.cells[kc]; ci != nil && cc != nil {
-			g := comparePair(ci, cc, now, false)
+		exactC = s.cells[kc]
+		if ci, cc := r.exact, exactC; cc != nil {
+			g, _, rep := comparePairShared(ci, cc, now, false, after)
+			res.reporters = rep
 			if g[cmpResponse].known {
-				return pairResult{basis: basisExact, m: g}
+				res := pairResult{basis: basisExact, m: g, reporters: rep}
+				if detail {
+					res.resp, _ = responseDetail(ci, cc, now, false)
+				}
+				return res
 			}
 		}
 	}
@@ -403,19 +521,29 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 	var picked [MaxCommonTargets]struct {
 		text string
 		g    [nCmp]metricGain
+		ci   *cmpCell
+		cc   *cmpCell
 	}
 	np := 0
-	for _, ci := range s.nodes[cmpNode{group, i, net, uint8(fam)}] {
+	for _, ci := range r.common {
 		if ci.key.cadence != 0 {
 			continue
 		}
-		kc := ci.key
-		kc.node = c
-		cc := s.cells[kc]
+		var cc *cmpCell
+		if ci == r.exact {
+			cc = exactC
+		} else {
+			kc := ci.key
+			kc.node = c
+			cc = s.cells[kc]
+		}
 		if cc == nil {
 			continue
 		}
-		g, shared := comparePairShared(ci, cc, now, false)
+		g, shared, rep := comparePairShared(ci, cc, now, false, after)
+		if !r.hasTarget {
+			res.reporters = max(res.reporters, rep)
+		}
 		if !g[cmpResponse].known {
 			// Unqualified matched targets leave the comparison partial;
 			// those without common live blocks are outside the cohort.
@@ -438,10 +566,24 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		}
 		copy(picked[pos+1:np+1], picked[pos:np])
 		picked[pos].text, picked[pos].g = text, g
+		picked[pos].ci, picked[pos].cc = ci, cc
 		np++
 	}
 	if np > 0 {
 		res.basis = basisCommon
+		if detail {
+			// The chosen targets weigh equally: each side's value is the
+			// mean of its per-target means; the relation expires with the
+			// first of them.
+			for j, p := range picked[:np] {
+				d, _ := responseDetail(p.ci, p.cc, now, false)
+				res.resp.sel += d.sel / float64(np)
+				res.resp.ch += d.ch / float64(np)
+				if j == 0 || d.expires < res.resp.expires {
+					res.resp.expires = d.expires
+				}
+			}
+		}
 		for m := range res.m {
 			var sum float64
 			var n int
@@ -459,7 +601,7 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		return res
 	}
 	// The configured-probe cohort of the same cadence.
-	for _, pi := range s.nodes[cmpNode{group, i, net, noFamily}] {
+	for _, pi := range r.probes {
 		if pi.key.cadence == 0 {
 			continue
 		}
@@ -469,9 +611,13 @@ func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i,
 		if pc == nil {
 			continue
 		}
-		g := comparePair(pi, pc, now, true)
+		g := comparePair(pi, pc, now, true, after)
 		if g[cmpResponse].known {
-			return pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial}
+			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial, reporters: res.reporters}
+			if detail {
+				pr.resp, _ = responseDetail(pi, pc, now, true)
+			}
+			return pr
 		}
 	}
 	return res

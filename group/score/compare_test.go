@@ -49,13 +49,13 @@ func TestCompareEvictionUnknown(t *testing.T) {
 	now := int64(time.Hour)
 	feed(s, 1, "a:1", now, 100)
 	feed(s, 2, "a:1", now, 50)
-	if p := s.pair(cgrp, netx.TCP, netx.V4, cnode(1), cnode(2), target{text: "a:1"}, true, now); p.basis != basisExact || !p.m[cmpResponse].known {
+	if p := s.pair(cgrp, netx.TCP, netx.V4, cnode(1), cnode(2), target{text: "a:1"}, true, now, noCut, false); p.basis != basisExact || !p.m[cmpResponse].known {
 		t.Fatalf("pair %+v", p)
 	}
 	for i := range CompareCells {
 		s.add(ckey(3, fmt.Sprintf("f%d:1", i)), int64(BlockWidth), cmpResponse, now, 1, 1, true)
 	}
-	if p := s.pair(cgrp, netx.TCP, netx.V4, cnode(1), cnode(2), target{text: "a:1"}, true, now); p.basis != basisNone || p.m[cmpResponse].known {
+	if p := s.pair(cgrp, netx.TCP, netx.V4, cnode(1), cnode(2), target{text: "a:1"}, true, now, noCut, false); p.basis != basisNone || p.m[cmpResponse].known {
 		t.Fatalf("after eviction: %+v", p)
 	}
 }

@@ -17,6 +17,7 @@ package score
 //	e.Probe(...)                           // a configured health probe result
 //	e.NodeDown(node)                       // an authoritative health exclusion
 //	e.Stats()                              // /switchyard/v1/stats/score, metrics
+//	e.Explain(at, q)                       // readonly summary: relations, questions, waits
 //
 // Rank with Request.Peek is readonly: no Apply, no counter, no
 // reservation, no Attempt (introspection, the Clash view's `now`).
@@ -110,8 +111,10 @@ type Engine struct {
 //	func (e *Engine) Rank(at time.Time, r *Request) Decision
 //	func (e *Engine) Probe(network netx.Network, node health.NodeID, started time.Time, rtt time.Duration, ok bool, interval time.Duration)
 //	func (e *Engine) NodeDown(node health.NodeID, at time.Time)
+//	func (e *Engine) Pressure(node health.NodeID, network netx.Network, at time.Time)
 //	func (e *Engine) NewEpisode() EpisodeID
 //	func (e *Engine) Stats() Stats
+//	func (e *Engine) Explain(at time.Time, q ExplainQuery) (Explanation, bool)
 //	func (a *Attempt) Begin(at time.Time) (*Flow, error)
 //	func (a *Attempt) Release(at time.Time)
 //	func (f *Flow) Setup(at time.Time)

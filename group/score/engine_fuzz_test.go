@@ -44,6 +44,30 @@ func FuzzEngine(f *testing.F) {
 				case 3:
 					r.LastResort = true
 				}
+				if r.Peek {
+					// The readonly explanation: in range, and it changes nothing.
+					before := e.State()
+					ex, ok := e.Explain(at, score.ExplainQuery{Group: grp, Network: r.Network, Family: netx.Family(arg >> 7), Target: r.Target, Cands: r.Cands})
+					if !ok || ex.Selected < -1 || ex.Selected >= n {
+						t.Fatalf("explanation %v %+v", ok, ex)
+					}
+					for _, m := range ex.Members {
+						if m.Member < 0 || m.Member >= n || m.Member == ex.Selected {
+							t.Fatalf("member %+v of %d", m, n)
+						}
+					}
+					for _, rel := range ex.Relations {
+						if rel.Member < 0 || rel.Member >= n || rel.SelectionMs < 0 || rel.ChallengerMs < 0 || !rel.ExpiresAt.After(at) {
+							t.Fatalf("relation %+v at %v", rel, at)
+						}
+					}
+					if ex.NextBusinessFlow != nil && (ex.NextBusinessFlow.Member < 0 || ex.NextBusinessFlow.Member >= n) {
+						t.Fatalf("next business flow %+v", ex.NextBusinessFlow)
+					}
+					if after := e.State(); after != before {
+						t.Fatalf("Explain moved state:\n%s\n---\n%s", before, after)
+					}
+				}
 				d := e.Rank(at, r)
 				if d.Index < -1 || d.Index >= n {
 					t.Fatalf("index %d of %d", d.Index, n)
@@ -92,7 +116,11 @@ func FuzzEngine(f *testing.F) {
 			case 4:
 				e.Probe(netx.Network(arg&1), node(arg%6+1), at, time.Duration(arg)*time.Millisecond, arg%3 != 0, time.Duration(arg%4-1)*15*time.Second)
 			case 5:
-				e.NodeDown(node(arg%6+1), at)
+				if arg&8 != 0 {
+					e.Pressure(node(arg%6+1), netx.Network(arg>>4&1), at.Add(-time.Duration(arg)*time.Second))
+				} else {
+					e.NodeDown(node(arg%6+1), at)
+				}
 			case 6:
 				clk.Advance(time.Duration(arg) * 137 * time.Millisecond)
 			case 7:

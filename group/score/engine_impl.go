@@ -30,16 +30,34 @@ type engineConfig struct {
 	groups map[GroupID]*groupState
 	byNode map[health.NodeID][]GroupID
 	order  []GroupID
+	at     int64 // the Configure's time: hints before it are fenced
 }
 
 // groupState is one configured group at one configuration.
 type groupState struct {
 	id      GroupID
 	members int
-	// unfinished counts each leaf's begun, unsettled non-trial flows per
-	// network: the dispatch walk's unfinished work.
-	unfinished map[health.NodeID]*[2]atomic.Int32
-	c          *groupCounters
+	// leaves holds each leaf's per-network state: its unfinished work and
+	// its latest carrier-pressure hint.
+	leaves map[health.NodeID]*leafState
+	c      *groupCounters
+	// hinted is the latest hint time of any leaf per network: a rank
+	// skips the per-member hint reads while it is not fresh.
+	hinted [2]atomic.Int64
+}
+
+// leafState is one leaf's per-network state in one group at one
+// configuration (a reload starts it afresh: the fence of prior hints).
+type leafState struct {
+	// unfinished counts the leaf's begun, unsettled non-trial flows: the
+	// dispatch walk's unfinished work.
+	unfinished [2]atomic.Int32
+	// hint is the event time (unix ns) of the latest carrier-pressure
+	// hint admitted for the leaf's runtime; 0: none.
+	hint [2]atomic.Int64
+	// inc is the leaf's incarnation at this configuration (the budget's
+	// member record, committed by the same Configure).
+	inc uint64
 }
 
 // groupCounters are a group's counters, kept across reloads.
@@ -53,7 +71,8 @@ type netCounters struct {
 	ordinarySwitch, switchFlap                atomic.Int64
 	deadFiltered, failStreakExcluded          atomic.Int64
 	exploreBackedOff, budgetBlocked, inFlight atomic.Int64
-	trialElapsed, trialSetup                  atomic.Int64 // ns of observed trial work
+	trialElapsed, trialSetup                  atomic.Int64  // ns of observed trial work
+	last                                      atomic.Uint32 // the latest final reason counted
 	winnersMu                                 sync.Mutex
 	winners                                   [4]health.NodeID // the four recent Apply winners, newest first
 	nWinners                                  int
@@ -115,7 +134,7 @@ func NewEngine(clock Clock) *Engine {
 func (e *Engine) Configure(at time.Time, groups []GroupSpec) {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
-	cfg := &engineConfig{groups: make(map[GroupID]*groupState, len(groups)), byNode: map[health.NodeID][]GroupID{}}
+	cfg := &engineConfig{groups: make(map[GroupID]*groupState, len(groups)), byNode: map[health.NodeID][]GroupID{}, at: at.UnixNano()}
 	var members []Member
 	var ids []GroupID
 	for _, g := range groups {
@@ -123,12 +142,12 @@ func (e *Engine) Configure(at time.Time, groups []GroupSpec) {
 			continue
 		}
 		c, _ := e.counters.LoadOrStore(g.ID, &groupCounters{})
-		gs := &groupState{id: g.ID, members: g.Members, unfinished: make(map[health.NodeID]*[2]atomic.Int32, len(g.Leaves)), c: c.(*groupCounters)}
+		gs := &groupState{id: g.ID, members: g.Members, leaves: make(map[health.NodeID]*leafState, len(g.Leaves)), c: c.(*groupCounters)}
 		for _, l := range g.Leaves {
-			if _, dup := gs.unfinished[l.Node]; dup {
+			if _, dup := gs.leaves[l.Node]; dup {
 				continue
 			}
-			gs.unfinished[l.Node] = new([2]atomic.Int32)
+			gs.leaves[l.Node] = &leafState{inc: l.Incarnation}
 			members = append(members, Member{Group: g.ID, Node: l.Node, Incarnation: l.Incarnation})
 			cfg.byNode[l.Node] = append(cfg.byNode[l.Node], g.ID)
 		}

@@ -28,7 +28,8 @@ type histEntry struct {
 	key        histKey
 	last, prev health.NodeID
 	hasPrev    bool
-	since      int // ordinary selections since the latest switch
+	since      int  // ordinary selections since the latest switch
+	live       bool // in the table (an evicted entry is never reused)
 	newer      *histEntry
 	older      *histEntry
 }
@@ -48,30 +49,37 @@ func newHistory() *history {
 }
 
 // incumbent returns the committed ordinary winner of k, without
-// refreshing it.
-func (h *history) incumbent(k histKey) (health.NodeID, bool) {
+// refreshing it, and its entry: a hint for the rank's commit.
+func (h *history) incumbent(k histKey) (health.NodeID, *histEntry, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e := h.m[k]; e != nil {
-		return e.last, true
+		return e.last, e, true
 	}
-	return health.NodeID{}, false
+	return health.NodeID{}, nil, false
 }
 
 // commit records an ordinary selection of node for k: switched when it
 // changes a known incumbent, flap when it returns to the prior winner
 // within FlapWindow ordinary selections of the switch away from it.
-func (h *history) commit(k histKey, node health.NodeID) (switched, flap bool) {
+//
+// hint is k's entry as the rank read it (nil: none), saving the lookup
+// while it is still in the table.
+func (h *history) commit(k histKey, node health.NodeID, hint *histEntry) (switched, flap bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e := h.m[k]
+	e := hint
+	if e == nil || !e.live || e.key != k {
+		e = h.m[k]
+	}
 	if e == nil {
 		if len(h.m) >= HistoryEntries {
 			old := h.head.newer
 			h.unlink(old)
+			old.live = false
 			delete(h.m, old.key)
 		}
-		e = &histEntry{key: k, last: node}
+		e = &histEntry{key: k, last: node, live: true}
 		h.m[k] = e
 		h.push(e)
 		return false, false

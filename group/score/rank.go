@@ -1,9 +1,11 @@
 package score
 
 import (
+	"slices"
 	"time"
 
 	"switchyard/health"
+	"switchyard/netx"
 )
 
 // rankScratch is one rank's working rows, pooled across ranks.
@@ -22,6 +24,38 @@ type rankScratch struct {
 	tgt       target // the rank's normalized target
 	incumbent int    // decide's incumbent row, or -1
 	now       int64  // the rank's time
+
+	// normalize's memo.
+	memoAddr netx.Addr
+	memoTgt  target
+	memoHas  bool
+	memoOK   bool
+
+	probes []int64    // probeRank's valid probe RTTs of the evaluated rows, sorted
+	rows   []int      // the evaluated rows (need), ascending
+	hist   *histEntry // decide's history entry: the commit's hint
+
+	// selectOrdinary's results.
+	hasTarget    bool
+	fam          netx.Family
+	k            exactKey
+	p            *Pool
+	dead, streak int64 // deadFiltered and failStreakExcluded affected candidates
+	multi        bool  // at least two distinct slot keys
+	d            decision
+}
+
+// normalize is normalizeTarget, remembering the scratch's latest target:
+// consecutive flows to one destination normalize it once.
+func (sc *rankScratch) normalize(a netx.Addr) (target, bool, error) {
+	if sc.memoOK && a == sc.memoAddr {
+		return sc.memoTgt, sc.memoHas, nil
+	}
+	t, ok, err := normalizeTarget(a)
+	if err == nil {
+		sc.memoAddr, sc.memoTgt, sc.memoHas, sc.memoOK = a, t, ok, true
+	}
+	return t, ok, err
 }
 
 func (sc *rankScratch) grow(n int) {
@@ -60,7 +94,7 @@ func (sc *rankScratch) anyMember(r *Request) bool {
 // best is the highest-utility row among those with ok[i] and in[i].
 func (sc *rankScratch) best(ok []bool, skip int) int {
 	w := -1
-	for i := range ok {
+	for _, i := range sc.rows { // ok is false outside the evaluated rows
 		if i == skip || !ok[i] || !sc.in[i] {
 			continue
 		}
@@ -97,20 +131,102 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 	}
 	cfg := e.cfg.Load()
 	g := cfg.groups[r.Group]
-	tgt, hasTarget, terr := normalizeTarget(r.Target)
-	if g == nil || terr != nil {
+	if g == nil {
 		return e.unscored(r)
 	}
-	t := at.UnixNano()
 	sc := e.scratch.Get().(*rankScratch)
 	defer e.scratch.Put(sc)
+	tgt, hasTarget, terr := sc.normalize(r.Target)
+	if terr != nil {
+		return e.unscored(r)
+	}
+	e.selectOrdinary(at, r, sc, tgt, hasTarget)
+	d, p, fam := sc.d, sc.p, sc.fam
+	sc.p = nil // the pooled scratch keeps no pool alive
+	sel := d.sel
+	authorized := !r.Peek && !r.Retry
+	if sel < 0 {
+		return Decision{Index: -1}
+	}
+	if r.Peek {
+		return Decision{Index: sel}
+	}
+	nc := &g.c.nets[netIndex(r.Network)]
+	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
+	counted := authorized && sc.multi && !r.LastResort
+	reason := NoReason
+	choice, trial := sel, false
+	var res Reservation
+	var chTrained bool
+	if authorized {
+		e.budget.Earn(bk)
+		p.Demand(at)
+		nc.applied(r.Cands[sel].Node)
+		if counted && hasTarget && !d.escape {
+			res, choice, chTrained, trial = e.walk(sc, r, g, bk, sel, hasTarget, nc)
+		}
+		if counted {
+			reason = d.reason
+			if trial {
+				reason = PeriodicExplore
+				if !chTrained {
+					reason = ColdExplore
+				}
+			}
+			nc.reasons[reason].Add(1)
+			nc.last.Store(uint32(reason))
+			nc.deadFiltered.Add(sc.dead)
+			nc.failStreakExcluded.Add(sc.streak)
+			hint := sc.hist
+			sc.hist = nil
+			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node, hint); sw {
+				nc.ordinarySwitch.Add(1)
+				if flap {
+					nc.switchFlap.Add(1)
+				}
+			}
+		}
+	}
+	if trial {
+		r.Cands[sel].Winner = false
+		r.Cands[choice].Winner = true
+	}
+	a := &Attempt{e: e}
+	a.g = g
+	a.scope = Scope{Group: r.Group, Network: r.Network, Family: fam, Target: r.Target, Node: r.Cands[choice].Node}
+	a.bk = bk
+	a.trial, a.res = trial, res
+	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
+	if a.planErr == ErrNotInPool {
+		a.planErr = nil // served outside the pool: no pool obligation
+		a.noPlan = true
+	}
+	return Decision{Index: choice, Reason: reason, Attempt: a}
+}
+
+// selectOrdinary is a rank's evaluation up to the ordinary selection:
+// the evaluated rows' views and utilities, the ordinary decision
+// (sc.d) and, for an authorized rank, the Apply; a Peek's projection.
+// Rank and Explain share it. A readonly request creates no pool.
+func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt target, hasTarget bool) {
+	n := len(r.Cands)
+	t := at.UnixNano()
 	sc.grow(n)
-	sc.tgt, sc.now = tgt, t
+	sc.tgt, sc.now, sc.hasTarget = tgt, t, hasTarget
 
 	fam := familyOf(r.Target, r.Family)
 	k := exactKey{group: r.Group, net: r.Network, fam: fam, tgt: tgt}
+	sc.fam, sc.k = fam, k
 	authorized := !r.Peek && !r.Retry
-	p := e.pools.Get(r.Group, r.Network)
+	var p *Pool
+	if r.Peek {
+		if p = e.pools.peek(r.Group, r.Network); p == nil {
+			p = NewPool(e.clock, r.Group, r.Network) // readonly: a projection only
+		}
+	} else {
+		p = e.pools.Get(r.Group, r.Network)
+	}
+	sc.p = p
 	init := p.mark(r.Cands, sc.in)
 	// Only the serving pool's members are evaluated, unless the Apply
 	// will rank every candidate (bootstrap, rerank, replacement, …).
@@ -119,6 +235,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		due, rot, hasRot = p.due(at, r.Cands)
 	}
 	all := !init || due || r.Preflight || !sc.anyMember(r)
+	sc.rows = sc.rows[:0]
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -126,8 +243,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			sc.in[i] = true
 		}
 		sc.need[i] = all || sc.in[i]
+		if sc.need[i] {
+			sc.rows = append(sc.rows, i)
+		}
 	}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.need, sc.views, t)
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t)
 	var excl health.NodeID
 	hasExcl := r.Exclude != excl
 	var dead, streak int64
@@ -140,10 +260,11 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 		if !c.Eligible {
 			dead++
 		}
-		if !sc.need[i] {
-			sc.health[i], sc.clean[i] = false, false
-			continue
-		}
+	}
+	clear(sc.health)
+	clear(sc.clean)
+	for _, i := range sc.rows {
+		c := &r.Cands[i]
 		v := &sc.views[i]
 		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
 		sc.health[i] = c.Eligible && !(hasExcl && c.Node == r.Exclude)
@@ -152,7 +273,8 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			streak++
 		}
 	}
-	sc.utilities(r.Cands, sc.in, sc.need)
+	sc.dead, sc.streak, sc.multi = dead, streak, multi
+	sc.utilities(r.Cands, sc.in, sc.need, sc.rows)
 
 	if init && !sc.anyMember(r) {
 		// No member is available: serve outside the pool (the Apply may
@@ -206,69 +328,16 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			}
 		}
 	}
-	if sel < 0 {
-		return Decision{Index: -1}
-	}
-	if r.Peek {
-		return Decision{Index: sel}
-	}
-
-	nc := &g.c.nets[netIndex(r.Network)]
-	bk := BudgetKey{Group: r.Group, Network: r.Network, Family: fam}
-	counted := authorized && multi && !r.LastResort
-	reason := NoReason
-	choice, trial := sel, false
-	var res Reservation
-	var chTrained bool
-	if authorized {
-		e.budget.Earn(bk)
-		p.Demand(at)
-		nc.applied(r.Cands[sel].Node)
-		if counted && hasTarget && !d.escape {
-			res, choice, chTrained, trial = e.walk(sc, r, g, bk, sel, hasTarget, nc)
-		}
-		if counted {
-			reason = d.reason
-			if trial {
-				reason = PeriodicExplore
-				if !chTrained {
-					reason = ColdExplore
-				}
-			}
-			nc.reasons[reason].Add(1)
-			nc.deadFiltered.Add(dead)
-			nc.failStreakExcluded.Add(streak)
-			if sw, flap := e.hist.commit(histKey{r.Group, r.Network, fam, tgt}, r.Cands[sel].Node); sw {
-				nc.ordinarySwitch.Add(1)
-				if flap {
-					nc.switchFlap.Add(1)
-				}
-			}
-		}
-	}
-	if trial {
-		r.Cands[sel].Winner = false
-		r.Cands[choice].Winner = true
-	}
-	a := &Attempt{e: e}
-	a.g = g
-	a.scope = Scope{Group: r.Group, Network: r.Network, Family: fam, Target: r.Target, Node: r.Cands[choice].Node}
-	a.bk = bk
-	a.trial, a.res = trial, res
-	a.plan, a.planErr = p.Plan(at, r.Cands[choice].Key())
-	if a.planErr == ErrNotInPool {
-		a.planErr = nil // served outside the pool: no pool obligation
-		a.noPlan = true
-	}
-	return Decision{Index: choice, Reason: reason, Attempt: a}
+	sc.d = d
 }
 
 // firstMember reports whether row i is the first pool-member row of its
 // slot key: a scan of the members before it, bounded by k.
 func firstMember(cands []Candidate, in []bool, i int) bool {
-	k := cands[i].Key()
+	ci := &cands[i]
 	for j := range i {
-		if in[j] && cands[j].Key() == k {
+		// Key equality: the same subgroup's slot, or the same direct node.
+		if cj := &cands[j]; in[j] && cj.Subgroup == ci.Subgroup && (ci.Subgroup != "" || cj.Node == ci.Node) {
 			return false
 		}
 	}
@@ -331,11 +400,13 @@ type decision struct {
 // the first choice.
 func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) decision {
 	sc.incumbent = -1
+	sc.hist = nil
 	u := sc.ordinary()
 	if u < 0 {
 		return decision{sel: -1}
 	}
-	inc, known := e.hist.incumbent(histKey{k.group, k.net, k.fam, k.tgt})
+	inc, he, known := e.hist.incumbent(histKey{k.group, k.net, k.fam, k.tgt})
+	sc.hist = he
 	ii := -1
 	if known {
 		for i := range r.Cands {
@@ -367,11 +438,13 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
-	for c := range r.Cands {
+	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now)
+	defer ref.unlock()
+	for _, c := range sc.rows { // clean is false outside them
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := e.cmp.pair(k.group, k.net, k.fam, inc, r.Cands[c].Node, k.tgt, targeted, sc.now)
+		pr := ref.pair(r.Cands[c].Node, noCut, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
@@ -398,9 +471,8 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 // separated u from the runner-up — reliability or performance.
 func (sc *rankScratch) firstChoice(u int) Reason {
 	cold := true
-	for i := range sc.views {
-		v := &sc.views[i]
-		if sc.need[i] && (v.Global.Attempts > 0 || v.Probe.Valid) {
+	for _, i := range sc.rows {
+		if v := &sc.views[i]; v.Global.Attempts > 0 || v.Probe.Valid {
 			cold = false
 			break
 		}
@@ -423,42 +495,7 @@ func (sc *rankScratch) firstChoice(u int) Reason {
 // their open questions, in the budget's dispatch order.
 func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted bool, nc *netCounters) (res Reservation, choice int, wasTrained, ok bool) {
 	vs := &sc.views[sel]
-	incumbentSel := sc.incumbent == sel
-	for c := range r.Cands {
-		if c == sel || !sc.health[c] || !sc.in[c] || !firstMember(r.Cands, sc.in, c) || r.Cands[c].Node == r.Cands[sel].Node {
-			continue
-		}
-		v := &sc.views[c]
-		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
-		var q Question
-		switch {
-		case hard:
-			q = Recovery
-		case !qualifiedIn(v, targeted):
-			q = Qualification
-		case !v.Exact.Usable:
-			q = Availability
-		default:
-			pr := sc.pairs[c]
-			if !sc.paired[c] || !incumbentSel {
-				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now)
-			}
-			if pr.m[cmpResponse].known && !pr.partial {
-				continue // nothing open
-			}
-			q = Pair
-		}
-		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
-			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
-		if q == Qualification {
-			ch.Progress = int(v.Exact.Successes)
-		}
-		if u := g.unfinished[ch.Node]; u != nil {
-			ch.Unfinished = int(u[netIndex(r.Network)].Load())
-		}
-		ch.ProbeRank = probeRank(sc, c)
-		sc.ch = append(sc.ch, ch)
-	}
+	e.challengers(sc, r, g, bk, sel, targeted, false)
 	if len(sc.ch) == 0 {
 		return Reservation{}, sel, false, false
 	}
@@ -473,17 +510,123 @@ func (e *Engine) walk(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, 
 	return wr.Reservation, ch.idx, ch.Trained, true
 }
 
+// challengers is the evaluator of missing evidence: it fills sc.ch with
+// the evaluated challengers of selection sel (the other healthy pool
+// members, one per slot, none on the selection's node) and their open
+// questions — recovery, qualification, availability, a pair — in
+// candidate order; with all also those with nothing open (NoQuestion).
+// The rank's dispatch walk and Explain both read it.
+func (e *Engine) challengers(sc *rankScratch, r *Request, g *groupState, bk BudgetKey, sel int, targeted, all bool) {
+	incumbentSel := sc.incumbent == sel
+	sc.ch = sc.ch[:0]
+	// The freshness cut of the selection's pairs: its latest response
+	// degradation on the exact target (a targeted read only) and its
+	// runtime's fresh carrier-pressure hint.
+	ni := netIndex(r.Network)
+	hinted := g.hintsFresh(ni, sc.now)
+	selCut := int64(noCut)
+	if hinted {
+		selCut = g.leaves[r.Cands[sel].Node].cut(ni, sc.now)
+	}
+	if targeted && sc.views[sel].degraded != 0 {
+		selCut = max(selCut, sc.views[sel].degraded)
+	}
+	sc.sortProbes()
+	for _, c := range sc.rows { // health is false outside them
+		if c == sel || !sc.in[c] || !sc.health[c] || r.Cands[c].Node == r.Cands[sel].Node || !firstMember(r.Cands, sc.in, c) {
+			continue
+		}
+		v := &sc.views[c]
+		ls := g.leaves[r.Cands[c].Node]
+		hard := v.Exact.Hard || v.Family.Hard || v.Global.Hard
+		var q Question
+		pairProgress := 0
+		switch {
+		case hard:
+			q = Recovery
+		case !qualifiedIn(v, targeted):
+			q = Qualification
+		case !usableIn(v, targeted):
+			q = Availability
+		default:
+			cut := selCut
+			if hinted {
+				cut = max(cut, ls.cut(ni, sc.now))
+			}
+			pr := sc.pairs[c]
+			if !sc.paired[c] || !incumbentSel || cut != noCut {
+				pr = e.cmp.pair(bk.Group, bk.Network, bk.Family, r.Cands[sel].Node, r.Cands[c].Node, sc.tgt, targeted, sc.now, cut, false)
+			}
+			q, pairProgress = Pair, pr.reporters
+			// Only business evidence of this scope settles a pair: the
+			// exact target's own pair, or common targets for an aggregate
+			// read; configured probes never do.
+			if pr.m[cmpResponse].known && !pr.partial && pr.basis == scopeBasis(targeted) {
+				if !all {
+					continue // nothing open
+				}
+				q = NoQuestion
+			}
+		}
+		ch := Challenger{Node: r.Cands[c].Node, Question: q, Target: r.Target, Trained: v.Support >= 1,
+			Completions: int(v.Support), idx: c, ntgt: &sc.tgt}
+		switch q {
+		case Qualification:
+			ch.Progress = int(v.Exact.Successes)
+		case Pair:
+			ch.Progress = pairProgress
+		}
+		if ls != nil {
+			ch.Unfinished = int(ls.unfinished[ni].Load())
+			ch.inc, ch.member, ch.known = ls.inc, true, true
+		}
+		ch.ProbeRank = probeRank(sc, c)
+		sc.ch = append(sc.ch, ch)
+	}
+}
+
+// scopeBasis is the pair basis that settles a pair question of a
+// targeted (the exact target) or an aggregate (common targets) read.
+func scopeBasis(targeted bool) pairBasis {
+	if targeted {
+		return basisExact
+	}
+	return basisCommon
+}
+
+// usableIn reports a row's recent usability in the rank's own scope: the
+// exact cell for a targeted rank, the family aggregate otherwise.
+func usableIn(v *rankView, targeted bool) bool {
+	if targeted {
+		return v.Exact.Usable
+	}
+	return v.Family.Usable
+}
+
 // probeRank is row c's configured-probe order among the evaluated
 // members: the number of them with a lower valid probe RTT (unknown
-// last).
+// last). sc.probes holds the evaluated members' valid RTTs, sorted
+// (sortProbes).
 func probeRank(sc *rankScratch, c int) int {
 	pc := sc.views[c].Probe
-	rank := 0
-	for i := range sc.views {
-		p := sc.views[i].Probe
-		if i != c && sc.in[i] && sc.need[i] && p.Valid && (!pc.Valid || p.RTT < pc.RTT) {
-			rank++
+	if !pc.Valid {
+		// Every valid one but its own (it has none) ranks before it.
+		return len(sc.probes)
+	}
+	lower, _ := slices.BinarySearch(sc.probes, int64(pc.RTT))
+	return lower
+}
+
+// sortProbes fills sc.probes for probeRank.
+func (sc *rankScratch) sortProbes() {
+	sc.probes = sc.probes[:0]
+	for _, i := range sc.rows {
+		if !sc.in[i] {
+			continue
+		}
+		if p := &sc.views[i].Probe; p.Valid {
+			sc.probes = append(sc.probes, int64(p.RTT))
 		}
 	}
-	return rank
+	slices.Sort(sc.probes)
 }

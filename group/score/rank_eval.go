@@ -32,12 +32,11 @@ func holdMargin(s float64) float64 { return HoldMargin * min(1, s/HoldSupport) }
 // exists): probe RTT, setup latency, response latency (lower is better)
 // and up/down goodput (higher is better), each weighted by its
 // confidence, a missing or expired one scoring missingPerf.
-func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool) {
-	n := len(cands)
+func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int) {
 	var best [nMetrics + 1]float64
 	var have [nMetrics + 1]bool
-	for i := range n {
-		if !ref[i] || !need[i] {
+	for _, i := range rows {
+		if !ref[i] {
 			continue
 		}
 		for m := range int(nMetrics) + 1 {
@@ -50,11 +49,12 @@ func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool) {
 			}
 		}
 	}
-	for i := range n {
+	for i := range cands {
 		if !need[i] {
 			cands[i].Utility = 0
-			continue
 		}
+	}
+	for _, i := range rows {
 		var sum float64
 		var k int
 		for m := range int(nMetrics) + 1 {

@@ -18,7 +18,12 @@ func (r *Reporter) setupObserved(at time.Time, latency time.Duration) bool {
 	r.setupAt = t
 	if latency > 0 {
 		ms := float64(latency) / float64(time.Millisecond)
-		r.live(func(_ int, c *cell) { c.observe(metricSetup, t, ms) })
+		r.live(func(i int, c *cell) {
+			if i == 2 {
+				c.degrade(metricSetup, t, ms)
+			}
+			c.observe(metricSetup, t, ms)
+		})
 	}
 	return true
 }
@@ -38,7 +43,12 @@ func (r *Reporter) responseObserved(at time.Time) (latency time.Duration, recove
 	if from := max(r.setupAt, r.txAt); r.setupAt != 0 && from != 0 && t >= from {
 		latency = time.Duration(t - from)
 		ms := float64(latency) / float64(time.Millisecond)
-		r.live(func(_ int, c *cell) { c.observe(metricResponse, t, ms) })
+		r.live(func(i int, c *cell) {
+			if i == 2 {
+				c.degrade(metricResponse, t, ms)
+			}
+			c.observe(metricResponse, t, ms)
+		})
 	}
 	recovery = r.recoveryLocked(t, r.rxLocked(t))
 	return latency, recovery

@@ -14,18 +14,19 @@ type perfRead struct {
 type rankView struct {
 	View
 	perf [nMetrics]perfRead
+	// degraded is the exact cell's latest response degradation (unix ns,
+	// 0: none): the freshness cut of the node's pairs on the target.
+	degraded int64
 }
 
-// rankViews reads every needed candidate's evidence for key k (its node
-// replaced by each candidate's) under one lock: the batch a per-flow rank
-// needs, without creating a cell or refreshing an LRU position.
-func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, need []bool, out []rankView, now int64) {
+// rankViews reads the evidence of the candidates at rows (the evaluated
+// ones) for key k (its node replaced by each candidate's) under one
+// lock: the batch a per-flow rank needs, without creating a cell or
+// refreshing an LRU position.
+func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, rows []int, out []rankView, now int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range cands {
-		if !need[i] {
-			continue
-		}
+	for _, i := range rows {
 		k.node = cands[i].Node
 		var g, f, e *cell
 		if hasTarget {
@@ -44,7 +45,11 @@ func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, need [
 			e.sync(g)
 		}
 		rv := &out[i]
-		rv.View = newView(g, f, e, now)
+		viewInto(&rv.View, g, f, e, now)
+		rv.degraded = 0
+		if e != nil {
+			rv.degraded = e.degraded
+		}
 		node := f
 		if node == nil {
 			node = g

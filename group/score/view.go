@@ -44,12 +44,14 @@ type View struct {
 	Probe   Probe
 }
 
-func layerOf(c *cell, now int64) Layer {
+// layerInto writes cell c's Layer at now into l (nil: the zero Layer).
+func layerInto(l *Layer, c *cell, now int64) {
 	if c == nil {
-		return Layer{}
+		*l = Layer{}
+		return
 	}
 	v := c.ev.get(now)
-	l := Layer{
+	*l = Layer{
 		Present:       true,
 		Attempts:      v[attempts],
 		Successes:     v[successes],
@@ -62,7 +64,6 @@ func layerOf(c *cell, now int64) Layer {
 	if c.lease != 0 {
 		l.LeaseUntil = time.Unix(0, c.lease)
 	}
-	return l
 }
 
 func (l Layer) counts() counts {
@@ -70,15 +71,24 @@ func (l Layer) counts() counts {
 }
 
 func newView(g, f, e *cell, now int64) View {
-	v := View{Global: layerOf(g, now), Family: layerOf(f, now), Exact: layerOf(e, now)}
+	var v View
+	viewInto(&v, g, f, e, now)
+	return v
+}
+
+// viewInto is newView written in place (a rank's batched read).
+func viewInto(v *View, g, f, e *cell, now int64) {
+	layerInto(&v.Global, g, now)
+	layerInto(&v.Family, f, now)
+	layerInto(&v.Exact, e, now)
 	c := blend(blend(v.Global.counts(), v.Family.counts()), v.Exact.counts())
 	v.Rate, v.Lower, v.Upper = bounds(c)
 	v.Support = max(v.Global.Successes, v.Family.Successes, v.Exact.Successes)
+	v.Probe = Probe{}
 	if g != nil {
-		v.Probe = Probe{Valid: g.probeValid()}
+		v.Probe.Valid = g.probeValid()
 		if v.Probe.Valid {
 			v.Probe.RTT = g.probeRTT
 		}
 	}
-	return v
 }
