@@ -173,10 +173,14 @@
 // (goodput.go), and at its end settles the trial (success with eligible
 // RX, else inconclusive; failed; a target refusal refused), tells the
 // pool (NodeOK on a useful completion, NodeFailed on a node-scoped
-// failure), backs the node off outside a trial on a node-scoped failure
-// (Budget.Failed) and fences the comparison cells the failure
-// invalidates. Eligible RX on a cell in hard state, strictly after its
-// fence, ends the node's backoff (Budget.Recovered). Trials' elapsed and
+// failure), backs off the node's trials after a real failure as its
+// provenance says — every trial in the scope after a node-scoped one
+// (Budget.Failed, or a TrialFailed trial), only those on the flow's
+// target after a target-scoped one (Budget.TargetFailed, or a
+// TrialTargetFailed trial; a target refusal backs off nothing) — and
+// fences the comparison cells the failure invalidates. Eligible RX on a
+// cell in hard state, strictly after its fence, ends the node's backoff
+// and its backoff on the flow's target (Budget.Recovered). Trials' elapsed and
 // setup time are the budget's cost counters.
 //
 // Measured (amd64, a 2-core machine shared with other builds, no race
