@@ -90,9 +90,10 @@
 // best on the others — so a fast node whose aggregate carried other
 // targets' target-path failures (numerically, as the spec keeps them)
 // lost, on a 0.002 utility difference, targets it had served cleanly.
-// 0.25 keeps reliability first: a full performance lead (0.25 against a
-// row with the same reliability and no measurement at all) outweighs a
-// 25-point success-rate gap only when it is complete.
+// 0.25 keeps reliability first: the largest performance lead, 0.25
+// (every metric best against a row far behind on all of them, its probe
+// too), outweighs at most a 25-point success-rate gap, and 0.125 against
+// a row with no probe and no measurement.
 //
 // The ordinary selection follows the (group, network, family, target)
 // history's incumbent:
