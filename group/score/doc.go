@@ -221,8 +221,10 @@
 // is skipped while no hint of the group is fresh, the scratch
 // remembers its latest normalized target (no allocation for
 // consecutive flows to one destination), views are written in place,
-// the history's commit reuses the entry the rank read, and the earn
-// looks its demand entry up once. What remains is per evaluated member and depends on the rank's
+// the history's commit reuses the entry the rank read, the earn looks
+// its demand entry up once, and the scratch remembers which cells its
+// latest target's rows resolved to while neither evidence table
+// inserted or removed a cell (pointers, never values). What remains is per evaluated member and depends on the rank's
 // time, so it cannot be cached across ranks without changing results:
 // three decays (an exponential each) and the Beta bounds of its layers,
 // four performance metrics, its exact-cell lookup and its paired

@@ -56,7 +56,19 @@ package score
 //     group and network.
 //
 // Members are referred to by their index in the caller's candidates; the
-// Explanation holds no node, target or cell identity.
+// Explanation holds no node, target or cell identity. An exact read of a
+// three-member group whose incumbent (0) holds a fresh exact pair with
+// member 1 while member 2 is still unqualified:
+//
+//	{"network":"tcp","family":"V4","exact":true,"selected":0,
+//	 "provisional":false,"observedUsable":true,
+//	 "question":"qualification","waitReason":"none",
+//	 "nextBusinessFlow":{"member":2,"question":"qualification"},
+//	 "relations":[{"member":1,"relation":"equivalent","basis":"targetResponse",
+//	   "selectionMs":100,"challengerMs":105,"expiresAt":"2030-01-01T00:01:00Z"}],
+//	 "members":[{"member":2,"question":"qualification","waitReason":"none"},
+//	   {"member":1,"question":"none","waitReason":"none"}],
+//	 "lastReason":"reliabilityWinner"}
 
 import (
 	"errors"

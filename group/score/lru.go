@@ -9,6 +9,7 @@ package score
 // It is not safe for concurrent use; the Scorer's mutex guards it.
 type lru[K comparable] struct {
 	cap  int
+	seq  uint64 // moves with every insertion and removal: the table's shape
 	m    map[K]*entry[K]
 	head entry[K] // sentinel: head.next is the most recent, head.prev the least
 }
@@ -53,6 +54,7 @@ func (l *lru[K]) add(k K) *cell {
 		l.remove(l.head.prev.key)
 	}
 	e := &entry[K]{key: k}
+	l.seq++
 	l.m[k] = e
 	l.pushFront(e)
 	return &e.c
@@ -65,6 +67,7 @@ func (l *lru[K]) remove(k K) {
 		return
 	}
 	delete(l.m, k)
+	l.seq++
 	l.unlink(e)
 	e.c.dead = true
 }
