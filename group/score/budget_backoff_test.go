@@ -163,3 +163,65 @@ func TestTargetBackoffAcrossReload(t *testing.T) {
 	h.admits(kV4, qualOn(3, 1))
 	h.refused(kV4, false, qualOn(1, 1), score.ErrBackedOff)
 }
+
+// Through the Engine: a trial of a member failing with a target-path
+// failure backs it off on that target only, so the walk still sends it
+// trials on the other targets while counting it backed off on this one.
+func TestEngineTargetScopedTrialFailureKeepsOtherTargetsTrials(t *testing.T) {
+	h := newEng(t, 2)
+	h.e.Probe(netx.TCP, node(2), h.now(), time.Millisecond, true, 10*time.Second) // node 2 is the selection
+	h.e.Probe(netx.TCP, node(1), h.now(), 5*time.Millisecond, true, 10*time.Second)
+	// run ranks one flow to tgt: a trial of node 1 fails on failTarget, all
+	// else is useful. It reports whether the flow was a trial of node 1.
+	run := func(tgt, failTarget netx.Addr) bool {
+		r := h.req(tgt)
+		d := h.e.Rank(h.now(), r)
+		f, err := d.Attempt.Begin(h.now())
+		if err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		trial1 := d.Attempt.Trial() && r.Cands[d.Index].Node == node(1)
+		if trial1 && tgt == failTarget {
+			f.Setup(h.now())
+			f.Progress(h.now(), 80, 0)
+			f.Fail(h.now().Add(time.Millisecond), score.Failure{Kind: score.TargetPath})
+		} else {
+			runUseful(f, h.now(), time.Millisecond)
+		}
+		h.clk.Advance(10 * time.Millisecond)
+		return trial1
+	}
+	x, y := target(1), target(2)
+	tried := false
+	for range 64 {
+		if run(x, x) {
+			tried = true
+			break
+		}
+	}
+	if !tried {
+		t.Fatal("node 1 was never tried on the first target")
+	}
+	if n := h.stats(netx.TCP).Budget.Trials.Failed; n != 1 {
+		t.Fatalf("trial failures %d, want 1", n)
+	}
+	before := h.stats(netx.TCP).ExploreBackedOff
+	tried = false
+	for range 64 {
+		if run(y, x) {
+			tried = true
+			break
+		}
+	}
+	if !tried {
+		t.Fatal("node 1 got no trial on another target after a target-path failure on the first")
+	}
+	for range 32 {
+		if run(x, netx.Addr{}) {
+			t.Fatal("node 1 was tried again on the failed target within its backoff")
+		}
+	}
+	if h.stats(netx.TCP).ExploreBackedOff <= before {
+		t.Fatal("the walk did not count node 1 backed off on the failed target")
+	}
+}
