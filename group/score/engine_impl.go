@@ -72,6 +72,7 @@ type netCounters struct {
 	deadFiltered, failStreakExcluded          atomic.Int64
 	exploreBackedOff, budgetBlocked, inFlight atomic.Int64
 	trialElapsed, trialSetup                  atomic.Int64  // ns of observed trial work
+	provisional, usable, validation           atomic.Int64  // verification of authorized ranks (verified)
 	last                                      atomic.Uint32 // the latest final reason counted
 	winnersMu                                 sync.Mutex
 	winners                                   [4]health.NodeID // the four recent Apply winners, newest first
@@ -84,6 +85,22 @@ func (n *netCounters) recentWinner(node health.NodeID) bool {
 	n.winnersMu.Lock()
 	defer n.winnersMu.Unlock()
 	return slices.Contains(n.winners[:n.nWinners], node)
+}
+
+// verified counts one authorized multi-candidate rank's verification:
+// its ordinary selection provisional (not qualified in the rank's scope)
+// or observed usable, as Explain reads them, and whether the rank
+// dispatched a validation (a funded trial).
+func (n *netCounters) verified(sel *rankView, hasTarget, trial bool) {
+	if !qualifiedIn(sel, hasTarget) {
+		n.provisional.Add(1)
+	}
+	if usableIn(sel, hasTarget) {
+		n.usable.Add(1)
+	}
+	if trial {
+		n.validation.Add(1)
+	}
 }
 
 func (n *netCounters) applied(node health.NodeID) {

@@ -175,6 +175,7 @@ func (e *Engine) Rank(at time.Time, r *Request) Decision {
 			}
 			nc.reasons[reason].Add(1)
 			nc.last.Store(uint32(reason))
+			nc.verified(&sc.views[sel], hasTarget, trial)
 			nc.deadFiltered.Add(sc.dead)
 			nc.failStreakExcluded.Add(sc.streak)
 			hint := sc.hist

@@ -32,7 +32,11 @@ type GroupStats struct {
 	BudgetBlocked      int64       `json:"budgetBlocked"`
 	InFlight           int64       `json:"inFlight"`
 	Budget             BudgetStats `json:"budget"`
-	Pool               PoolStats   `json:"pool"`
+	// Verification counts the authorized multi-candidate ranks whose
+	// ordinary selection was provisional or observed usable, and those
+	// that dispatched a validation trial.
+	Verification VerificationStats `json:"verification"`
+	Pool         PoolStats         `json:"pool"`
 }
 
 // ReasonCounts are the nine final reasons' counters.
@@ -98,6 +102,13 @@ type TrialStats struct {
 	Expired      int64 `json:"expired"`
 }
 
+// VerificationStats are a group/network's verification counters.
+type VerificationStats struct {
+	Provisional    int64 `json:"provisional"`
+	ObservedUsable int64 `json:"observedUsable"`
+	Validation     int64 `json:"validation"`
+}
+
 // PoolStats is the committed serving pool.
 type PoolStats struct {
 	Capacity int `json:"capacity"`
@@ -125,7 +136,8 @@ func (e *Engine) Stats() Stats {
 			gs := GroupStats{ID: id, Network: net.String(),
 				OrdinarySwitch: nc.ordinarySwitch.Load(), SwitchFlap: nc.switchFlap.Load(),
 				DeadFiltered: nc.deadFiltered.Load(), FailStreakExcluded: nc.failStreakExcluded.Load(),
-				ExploreBackedOff: nc.exploreBackedOff.Load(), BudgetBlocked: nc.budgetBlocked.Load(), InFlight: nc.inFlight.Load()}
+				ExploreBackedOff: nc.exploreBackedOff.Load(), BudgetBlocked: nc.budgetBlocked.Load(), InFlight: nc.inFlight.Load(),
+				Verification: VerificationStats{Provisional: nc.provisional.Load(), ObservedUsable: nc.usable.Load(), Validation: nc.validation.Load()}}
 			r := &gs.Reasons
 			for i, p := range [...]*int64{&r.ColdExplore, &r.PeriodicExplore, &r.IncumbentIneligible, &r.FreshFailureBypass,
 				&r.InsufficientEvidenceHeld, &r.DirectionalTradeoffHeld, &r.IncumbentHeld, &r.ReliabilityWinner, &r.PerformanceWinner} {
