@@ -47,13 +47,13 @@ verbose = true
 colour = "blue"
 `, []want{{2, "colour", `unknown key "colour"`}}},
 
-		{"sections not implemented yet", `[[providers]]
+		{"providers without a path", `[[providers]]
 tag = "sub"
 [[providers]]
 tag = "sub2"
 `, []want{
-			{1, "providers[0]", `unknown key "providers"`},
-			{3, "providers[1]", `unknown key "providers"`},
+			{1, "providers[0].path", `required key is missing`},
+			{3, "providers[1].path", `required key is missing`},
 		}},
 
 		{"unknown key inside the second inbound", socksIn + `

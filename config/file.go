@@ -16,6 +16,7 @@ type fileConfig struct {
 	Outbounds []fileOutbound `toml:"outbounds"`
 	Balancers []fileBalancer `toml:"balancers"`
 	Groups    []fileGroup    `toml:"groups"`
+	Providers []fileProvider `toml:"providers"`
 	DNS       *fileDNS       `toml:"dns"`
 	Health    fileHealth     `toml:"health"`
 	Warmup    fileWarmup     `toml:"warmup"`

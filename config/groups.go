@@ -77,9 +77,9 @@ func (l *lowerer) group(key, tag string, f *fileGroup) spec.Group {
 	g.Policy = policy
 
 	switch {
-	case f.Members == nil:
-		l.errorf(key+".members", "required key is missing")
-	case len(f.Members) == 0:
+	case f.Members == nil && len(f.Use) == 0:
+		l.errorf(key+".members", "required key is missing (or use = [\"provider\"] for the nodes of a provider)")
+	case len(f.Members) == 0 && len(f.Use) == 0:
 		l.errorf(key+".members", "a group needs at least one member")
 	}
 	seen := map[string]string{}
@@ -97,9 +97,7 @@ func (l *lowerer) group(key, tag string, f *fileGroup) spec.Group {
 		}
 		g.Members = append(g.Members, m)
 	})
-	if len(f.Use) > 0 {
-		l.errorf(key+".use", "providers are not available yet: this version has no [[providers]] for use to name; list the nodes in members")
-	}
+	l.useProviders(key, f.Use, seen, &g)
 
 	if f.Final != nil {
 		switch final := *f.Final; {

@@ -366,13 +366,13 @@ final = ""
 			{23, "groups[2].final", "must not be empty (leave final out for no final)"},
 		}},
 
-		{"use names providers, which do not exist yet", groupOutbounds + `[[groups]]
+		{"use names a provider no [[providers]] has", groupOutbounds + `[[groups]]
 tag = "g0"
 policy = "urltest"
 members = ["a"]
 use = ["sub"]
-`, []want{{13, "groups[0].use",
-			"providers are not available yet: this version has no [[providers]] for use to name; list the nodes in members"}}},
+`, []want{{13, "groups[0].use[0]",
+			`unknown provider "sub": no [[providers]] has this tag`}}},
 
 		{"interrupt written as a string", groupOutbounds + `[[groups]]
 tag = "g0"

@@ -38,6 +38,10 @@ type lowerer struct {
 	outboundTags map[string]string
 	balancerTags map[string]string
 	groupTags    map[string]string
+	// providerTags maps a provider tag to the key that declared it;
+	// providerNodes a provider tag to its nodes' outbound tags, in order.
+	providerTags  map[string]string
+	providerNodes map[string][]string
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
@@ -56,6 +60,8 @@ func newLowerer(dir string) *lowerer {
 		outboundTags:  map[string]string{},
 		balancerTags:  map[string]string{},
 		groupTags:     map[string]string{},
+		providerTags:  map[string]string{},
+		providerNodes: map[string][]string{},
 		declaredTypes: map[string]string{},
 	}
 }
@@ -152,14 +158,19 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		},
 		Inbounds:  l.inbounds(f.Inbounds),
 		Outbounds: l.outbounds(f.Outbounds),
-		Balancers: l.balancers(f.Balancers),
-		Groups:    l.groups(f.Groups),
-		DNS:       l.dns(f.DNS), // after the outbounds
-		Health:    l.health(&f.Health),
-		Warmup:    l.warmup(&f.Warmup),
-		State:     l.state(&f.State),
-		API:       l.api(f.API),
 	}
+	// Provider nodes are outbounds too, recorded before balancers and
+	// groups name them.
+	nodes, providers := l.providers(f.Providers, f.Groups, f.Balancers)
+	s.Outbounds = append(s.Outbounds, nodes...)
+	s.Providers = providers
+	s.Balancers = l.balancers(f.Balancers)
+	s.Groups = l.groups(f.Groups)
+	s.DNS = l.dns(f.DNS) // after the outbounds
+	s.Health = l.health(&f.Health)
+	s.Warmup = l.warmup(&f.Warmup)
+	s.State = l.state(&f.State)
+	s.API = l.api(f.API)
 	final := defaultFinal
 	if f.Route.Final != nil {
 		final = *f.Route.Final

@@ -194,6 +194,7 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 		return fmt.Errorf("network %q is not supported (switchyard has tcp, ws, grpc and httpupgrade)", network)
 	}
 	o["transport"] = tr
+	wsALPN(o, tr)
 	return nil
 }
 
@@ -370,4 +371,3 @@ func stringList(v any) []string {
 	}
 	return nil
 }
-

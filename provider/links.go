@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -402,7 +403,27 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 		return fmt.Errorf("transport %q is not supported (switchyard has tcp, ws, grpc and httpupgrade)", net)
 	}
 	o["transport"] = tr
+	wsALPN(o, tr)
 	return nil
+}
+
+// wsALPN keeps only http/1.1 in the ALPN of a TLS layer under a ws or
+// httpupgrade transport, which run over HTTP/1.1 (as Xray does with the
+// "h2,http/1.1" that v2rayN writes).
+func wsALPN(o, tr map[string]any) {
+	t, ok := o["tls"].(map[string]any)
+	if !ok || (tr["type"] != "ws" && tr["type"] != "httpupgrade") {
+		return
+	}
+	alpn, _ := t["alpn"].([]string)
+	if len(alpn) == 0 {
+		return
+	}
+	if slices.Contains(alpn, "http/1.1") {
+		t["alpn"] = []string{"http/1.1"}
+	} else {
+		delete(t, "alpn")
+	}
 }
 
 // earlyData splits Xray's "/path?ed=2048" into the path and the early
@@ -441,12 +462,21 @@ func splitList(s string) []string {
 
 // parseHy2Link reads hysteria2:// and hy2:// links.
 func parseHy2Link(s string) (Node, error) {
+	_, authority, _ := strings.Cut(s, "://")
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.HasSuffix(authority, "]") {
+		if port := authority[i+1:]; strings.ContainsAny(port, ",-") {
+			return Node{}, fmt.Errorf("hysteria2 port hopping (%s) is not supported", port)
+		}
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return Node{}, fmt.Errorf("bad link: %v", unwrapURL(err))
-	}
-	if port := u.Port(); strings.ContainsAny(port, ",-") {
-		return Node{}, fmt.Errorf("hysteria2 port hopping (%s) is not supported", port)
 	}
 	if u.Port() == "" {
 		u.Host = net.JoinHostPort(u.Hostname(), "443")

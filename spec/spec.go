@@ -17,7 +17,8 @@ type Spec struct {
 	Dial      Dial
 	Reload    Reload
 	Inbounds  []Inbound
-	Outbounds []Outbound
+	Outbounds []Outbound // provider nodes included, after the file's own
+	Providers []Provider
 	Balancers []Balancer
 	Groups    []Group
 	DNS       *DNS // nil: the system resolver for everything, no DNS service
@@ -187,6 +188,14 @@ type TLS struct {
 	// Fingerprint shapes the ClientHello like a browser's: chrome | firefox |
 	// safari | ios | edge | random; "" = Go's own.
 	Fingerprint string
+}
+
+// Provider is one [[providers]] table as loaded: its nodes are outbounds
+// of the spec (Spec.Outbounds), named here in the provider's order.
+type Provider struct {
+	Tag   string
+	Path  string   // absolute path of the file read
+	Nodes []string // outbound tags
 }
 
 // Balancer is a probe-driven choice among outbounds with a TCP upstream.
