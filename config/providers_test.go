@@ -159,6 +159,8 @@ func TestProviderErrors(t *testing.T) {
 			4, "providers[0].exclude_filter", "bad regular expression"},
 		{"missing file", "[[providers]]\ntag = \"sub\"\npath = \"none.yaml\"\n", nil,
 			3, "providers[0].path", "none.yaml: no such file or directory"},
+		{"a folder", "[[providers]]\ntag = \"sub\"\npath = \".\"\n", nil,
+			3, "providers[0].path", "not a regular file"},
 		{"unreadable content", "[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\n", map[string]string{"s.txt": "hello world"},
 			3, "providers[0].path", "s.txt: provider: the content is neither"},
 		{"bad yaml", "[[providers]]\ntag = \"sub\"\npath = \"s.yaml\"\n", map[string]string{"s.yaml": "proxies:\n  - {name: [\n"},
