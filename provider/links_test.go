@@ -106,3 +106,16 @@ func TestUniqueNames(t *testing.T) {
 }
 
 func fmtValue(v any) string { return fmt.Sprint(v) }
+
+// Comment lines before the first link do not hide a link list, and a
+// Clash proxy without a name is named after its position.
+func TestCommentsAndUnnamedClashProxy(t *testing.T) {
+	nodes, _, err := Parse([]byte("# my nodes\n\nsocks5://h:1#a\n"))
+	if err != nil || len(nodes) != 1 || nodes[0].Name != "a" {
+		t.Fatalf("%+v %v", nodes, err)
+	}
+	_, skipped, err := Parse([]byte("proxies:\n  - {type: tuic, server: h, port: 1}\n  - 7\n"))
+	if err != nil || len(skipped) != 2 || skipped[0].Name != "proxies[0] (line 2)" || !strings.HasPrefix(skipped[1].Name, "proxies[1] (line 3)") {
+		t.Fatalf("%+v %v", skipped, err)
+	}
+}

@@ -86,11 +86,12 @@ func Unique(name string, taken map[string]bool) string {
 	return out
 }
 
-// looksLikeLinks says whether the first non-empty line is a share link.
+// looksLikeLinks says whether the first line that is neither empty nor a
+// # comment is a share link.
 func looksLikeLinks(text []byte) bool {
 	for _, line := range bytes.Split(text, []byte("\n")) {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
+		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
 		scheme, _, ok := strings.Cut(string(line), "://")
