@@ -106,7 +106,7 @@ func (l *lowerer) provider(key string, f *fileProvider, reserved map[string]bool
 	}
 	nodes, skipped, err := provider.Parse(content)
 	if err != nil {
-		l.errorf(key+".path", "provider file %s: %v", p.Path, err)
+		l.errorf(key+".path", "provider file %s: %s", p.Path, strings.TrimPrefix(err.Error(), "provider: "))
 		return nil, p, false
 	}
 	for _, s := range skipped {

@@ -162,7 +162,7 @@ func TestProviderErrors(t *testing.T) {
 		{"a folder", "[[providers]]\ntag = \"sub\"\npath = \".\"\n", nil,
 			3, "providers[0].path", "not a regular file"},
 		{"unreadable content", "[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\n", map[string]string{"s.txt": "hello world"},
-			3, "providers[0].path", "s.txt: provider: the content is neither"},
+			3, "providers[0].path", "s.txt: the content is neither"},
 		{"bad yaml", "[[providers]]\ntag = \"sub\"\npath = \"s.yaml\"\n", map[string]string{"s.yaml": "proxies:\n  - {name: [\n"},
 			3, "providers[0].path", "bad Clash YAML"},
 		{"duplicate tag", "[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\n[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\n", map[string]string{"s.txt": "socks5://h:1"},
