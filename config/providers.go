@@ -31,8 +31,9 @@ type fileProvider struct {
 // providers reads every [[providers]] file and lowers its nodes into
 // outbounds, appended after the file's own. A node's tag is its name in
 // the provider (made unique there with " 2", " 3"...); a node whose name is
-// already the tag of a configured outbound, balancer or group, or of a
-// node of an earlier provider, gets the first free numbered suffix too.
+// already the tag of a configured outbound, balancer or group, of a node
+// of an earlier provider, or GLOBAL, gets the first free numbered suffix
+// too.
 // A node that cannot be converted, or that the loader refuses as it would
 // refuse the same [[outbounds]] table, is skipped with a warning naming it
 // and why. Outbound tags must already be recorded; group and balancer tags
@@ -134,7 +135,7 @@ func (l *lowerer) provider(key string, f *fileProvider, reserved map[string]bool
 func (l *lowerer) providerNode(key string, n provider.Node, reserved map[string]bool) (spec.Outbound, string) {
 	taken := func(t string) bool {
 		_, kind := l.declared(t)
-		return kind != "" || reserved[t]
+		return kind != "" || reserved[t] || t == globalTag
 	}
 	name := n.Name
 	for i := 2; taken(name); i++ {

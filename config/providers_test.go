@@ -109,6 +109,7 @@ func TestProviderFilterRefusalAndCollision(t *testing.T) {
 		"socks5://127.0.0.1:1081#HK%202%20slow",
 		"socks5://127.0.0.1:1082#JP%201",
 		"socks5://127.0.0.1:1083#out",
+		"socks5://127.0.0.1:1084#GLOBAL",
 		"ss://cmM0LW1kNTpwdw@127.0.0.1:8388#HK%20rc4",
 		"vless://b831381d-6324-4d53-ad4f-8cda48b30811@h.example.com:443?security=tls&fp=qq#HK%20fp",
 	}, "\n")
@@ -119,7 +120,7 @@ server = "127.0.0.1:9"
 [[providers]]
 tag = "sub"
 path = "links.txt"
-filter = "HK|out"
+filter = "HK|out|GLOBAL"
 exclude_filter = "slow"
 [[groups]]
 tag = "g"
@@ -130,7 +131,7 @@ default = "HK 1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"HK 1", "out 2"}; !slices.Equal(s.Groups[0].Members, want) {
+	if want := []string{"HK 1", "out 2", "GLOBAL 2"}; !slices.Equal(s.Groups[0].Members, want) {
 		t.Fatalf("members %q, want %q", s.Groups[0].Members, want)
 	}
 	if o, _ := outboundByTag(s, "out 2"); o.Server != "127.0.0.1:1083" {

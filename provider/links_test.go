@@ -119,3 +119,16 @@ func TestCommentsAndUnnamedClashProxy(t *testing.T) {
 		t.Fatalf("%+v %v", skipped, err)
 	}
 }
+
+func TestClashBandwidth(t *testing.T) {
+	for in, want := range map[string]int64{"100": 100, "30 Mbps": 30, "1 Gbps": 1000, "500 kbps": 0, "1.5 gbps": 1500} {
+		if got, err := mbps(in); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"fast", "10 parsecs", "-1"} {
+		if _, err := mbps(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
