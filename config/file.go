@@ -23,6 +23,7 @@ type fileConfig struct {
 	API       *fileAPI       `toml:"api"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
+	RuleSets  []fileRuleSet  `toml:"rule_sets"`
 }
 
 type fileLog struct {
@@ -249,5 +250,6 @@ type fileRule struct {
 	PortRange     []string `toml:"port_range"`
 	User          []string `toml:"user"`
 	Protocol      []string `toml:"protocol"`
+	RuleSet       []string `toml:"rule_set"`
 	Outbound      *string  `toml:"outbound"`
 }

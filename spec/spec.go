@@ -27,6 +27,7 @@ type Spec struct {
 	API       *API // nil: no API
 	Route     Route
 	Rules     []Rule
+	RuleSets  []RuleSet
 }
 
 // Equal reports whether two parts of a spec (two Outbounds, two Inbounds, two
@@ -251,8 +252,9 @@ type DNSRule struct {
 	DomainSuffix  []string
 	DomainKeyword []string
 	DomainRegex   []string
-	Servers       []string // the resolver for the matching names
-	Action        string   // "" (ask Servers) | "block"
+	RuleSet       []RuleSet // names the domain rules of one of these sets match
+	Servers       []string  // the resolver for the matching names
+	Action        string    // "" (ask Servers) | "block"
 	// BlockWith is how a block rule answers: "nxdomain" (default) or
 	// "empty" (NOERROR with no records).
 	BlockWith string
@@ -319,5 +321,16 @@ type Rule struct {
 	PortRange     []PortRange
 	User          []string
 	Protocol      []string // tls | http | quic | dns
-	Outbound      string
+	// RuleSet: the flow matches one of these rule sets (any of its rules).
+	RuleSet  []RuleSet
+	Outbound string
+}
+
+// RuleSet is a [[rule_sets]] entry: a local file in a format. The compiled
+// form is loaded by path and format (ruleset.Load), and reused while the
+// file's content is unchanged.
+type RuleSet struct {
+	Tag    string
+	Path   string // absolute
+	Format string // srs | source | clash-domain | clash-ipcidr | clash-classical
 }
