@@ -233,8 +233,9 @@ type fileAPI struct {
 }
 
 type fileRoute struct {
-	Final *string `toml:"final"`
-	Mode  *string `toml:"mode"`
+	Final     *string `toml:"final"`
+	Mode      *string `toml:"mode"`
+	GeoIPPath *string `toml:"geoip_path"`
 }
 
 type fileRule struct {
@@ -251,5 +252,6 @@ type fileRule struct {
 	User          []string `toml:"user"`
 	Protocol      []string `toml:"protocol"`
 	RuleSet       []string `toml:"rule_set"`
+	GeoIP         []string `toml:"geoip"`
 	Outbound      *string  `toml:"outbound"`
 }

@@ -27,7 +27,9 @@ type lowerer struct {
 	errs []*Error
 	// ruleSetTags maps a [[rule_sets]] tag to its lowered rule set.
 	ruleSetTags map[string]spec.RuleSet
-	warns       []*Error // problems that do not stop the load
+	// geoIPPath is [route].geoip_path, absolute; "" when not written.
+	geoIPPath string
+	warns     []*Error // problems that do not stop the load
 	// later are problems whose text names the line of another key: they
 	// are worded once lines are known.
 	later []laterError
@@ -169,6 +171,8 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		l.outboundRef("route.final", final)
 	}
 	s.Route = spec.Route{Final: final, Mode: l.enum("route.mode", f.Route.Mode, defaultRouteMode, routeModes)}
+	l.geoIPPath = l.geoIP(f.Route.GeoIPPath)
+	s.Route.GeoIPPath = l.geoIPPath
 	s.Rules = l.rules(f.Rules)
 	s.RuleSets = ruleSets
 	return s

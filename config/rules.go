@@ -58,6 +58,9 @@ func (l *lowerer) rules(fs []fileRule) []spec.Rule {
 		if len(f.RuleSet) > 0 {
 			r.RuleSet = l.ruleSetRefs(key+".rule_set", f.RuleSet)
 		}
+		if len(f.GeoIP) > 0 {
+			r.GeoIP, r.GeoIPPath = l.geoIPCodes(key+".geoip", f.GeoIP), l.geoIPPath
+		}
 		if f.Network != "" && l.oneOf(key+".network", f.Network, networks) {
 			r.Network = f.Network
 		}

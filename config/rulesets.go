@@ -91,3 +91,51 @@ func (l *lowerer) ruleSetRefs(key string, tags []string) []spec.RuleSet {
 	})
 	return out
 }
+
+// geoIP lowers [route].geoip_path: the database is read now, so that a
+// file that is not one is a config error.
+func (l *lowerer) geoIP(v *string) string {
+	if v == nil {
+		return ""
+	}
+	if *v == "" {
+		l.errorf("route.geoip_path", "must not be empty")
+		return ""
+	}
+	p := l.absPath("route.geoip_path", *v)
+	if p == "" {
+		return ""
+	}
+	if _, err := ruleset.LoadGeoIP(p); err != nil {
+		l.errorf("route.geoip_path", "the GeoIP database does not load: %s", err)
+		return ""
+	}
+	return p
+}
+
+// geoIPCodes lowers a rule's geoip list: two-letter country codes, given
+// a database.
+func (l *lowerer) geoIPCodes(key string, vs []string) []string {
+	if l.geoIPPath == "" {
+		l.errorf(key, "geoip needs a database: set [route].geoip_path to a MaxMind-format country database")
+		return nil
+	}
+	var out []string
+	eachString(key, vs, func(ekey, v string) {
+		if len(v) != 2 || !isLetters(v) {
+			l.errorf(ekey, "%q is not a two-letter country code (such as \"cn\")", v)
+			return
+		}
+		out = append(out, strings.ToUpper(v))
+	})
+	return out
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}

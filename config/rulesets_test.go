@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"switchyard/internal/geoiptest"
 	"switchyard/spec"
 )
 
@@ -58,6 +59,34 @@ action = "block"
 		{"an unknown format", "[[rule_sets]]\ntag = \"x\"\npath = \"ads.txt\"\nformat = \"geosite\"\n", "c.toml:4: rule_sets[0].format: \"geosite\" is not one of"},
 		{"an unknown tag", "[[rules]]\nrule_set = [\"nope\"]\noutbound = \"direct\"\n", "c.toml:2: rules[0].rule_set[0]: unknown rule set \"nope\""},
 		{"a duplicate tag", strings.Repeat("[[rule_sets]]\ntag = \"x\"\npath = \"ads.txt\"\nformat = \"clash-domain\"\n", 2), "duplicate rule set tag \"x\""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := parse([]byte(c.text), path, dir)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestGeoIPRules(t *testing.T) {
+	dir := t.TempDir()
+	db := geoiptest.Write(t, dir, map[string]string{"1.0.0.0/8": "CN"})
+	path := filepath.Join(dir, "c.toml")
+	s, _, err := parse([]byte("[route]\ngeoip_path = \"country.mmdb\"\n\n[[rules]]\ngeoip = [\"cn\"]\noutbound = \"direct\"\n"), path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Route.GeoIPPath != db || len(s.Rules) != 1 || s.Rules[0].GeoIPPath != db || len(s.Rules[0].GeoIP) != 1 || s.Rules[0].GeoIP[0] != "CN" {
+		t.Fatalf("route %+v rules %+v", s.Route, s.Rules)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "junk.mmdb"), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"no database", "[[rules]]\ngeoip = [\"cn\"]\noutbound = \"direct\"\n", "c.toml:2: rules[0].geoip: geoip needs a database: set [route].geoip_path"},
+		{"not a database", "[route]\ngeoip_path = \"junk.mmdb\"\n", "c.toml:2: route.geoip_path: the GeoIP database does not load"},
+		{"a bad code", "[route]\ngeoip_path = \"country.mmdb\"\n[[rules]]\ngeoip = [\"china\"]\noutbound = \"direct\"\n", "c.toml:4: rules[0].geoip[0]: \"china\" is not a two-letter country code"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := parse([]byte(c.text), path, dir)

@@ -87,6 +87,13 @@ func Compile(r spec.Rule) (Rule, error) {
 	if len(r.Protocol) > 0 {
 		add(protocolIn{newStringSet(r.Protocol)})
 	}
+	if len(r.GeoIP) > 0 {
+		g, err := ruleset.LoadGeoIP(r.GeoIPPath)
+		if err != nil {
+			return Rule{}, fmt.Errorf("geoip: %w", err)
+		}
+		add(dstTable{g.Table(r.GeoIP)})
+	}
 	if len(r.RuleSet) > 0 {
 		sets, err := loadSets(r.RuleSet)
 		if err != nil {
@@ -104,7 +111,7 @@ func keys(r spec.Rule) int {
 		len(r.Inbound) > 0, r.Network != "",
 		len(r.Domain)+len(r.DomainSuffix)+len(r.DomainKeyword)+len(r.DomainRegex) > 0,
 		len(r.IPCIDR) > 0, len(r.SourceIPCIDR) > 0, len(r.Port)+len(r.PortRange) > 0,
-		len(r.User) > 0, len(r.Protocol) > 0, len(r.RuleSet) > 0,
+		len(r.User) > 0, len(r.Protocol) > 0, len(r.RuleSet) > 0, len(r.GeoIP) > 0,
 	} {
 		if set {
 			n++
@@ -156,7 +163,7 @@ func (ps dstPrefixes) match(f *netx.Flow) bool {
 type dstTable struct{ t *bart.Lite }
 
 func (d dstTable) match(f *netx.Flow) bool {
-	return f.Dst.IP.IsValid() && d.t.Lookup(f.Dst.IP.Unmap())
+	return d.t != nil && f.Dst.IP.IsValid() && d.t.Lookup(f.Dst.IP.Unmap())
 }
 
 type srcTable struct{ t *bart.Lite }

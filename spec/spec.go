@@ -302,6 +302,9 @@ type Route struct {
 	// Mode is how flows route: "rule" (by the rules, the default),
 	// "global" (all to the GLOBAL selector's choice) or "direct".
 	Mode string
+	// GeoIPPath is the MaxMind-format database geoip rules read
+	// (absolute); "" when none is given.
+	GeoIPPath string
 }
 
 type PortRange struct{ Lo, Hi uint16 }
@@ -322,8 +325,12 @@ type Rule struct {
 	User          []string
 	Protocol      []string // tls | http | quic | dns
 	// RuleSet: the flow matches one of these rule sets (any of its rules).
-	RuleSet  []RuleSet
-	Outbound string
+	RuleSet []RuleSet
+	// GeoIP: the destination IP is in one of these countries (ISO codes,
+	// upper case) by the database at GeoIPPath ([route].geoip_path).
+	GeoIP     []string
+	GeoIPPath string
+	Outbound  string
 }
 
 // RuleSet is a [[rule_sets]] entry: a local file in a format. The compiled
