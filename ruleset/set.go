@@ -85,9 +85,7 @@ func (d *dest) match(f *netx.Flow) bool {
 }
 
 func normalName(n string) string {
-	if strings.HasSuffix(n, ".") {
-		n = n[:len(n)-1]
-	}
+	n = strings.TrimSuffix(n, ".")
 	for i := 0; i < len(n); i++ {
 		if c := n[i]; 'A' <= c && c <= 'Z' {
 			return strings.ToLower(n)
