@@ -149,6 +149,12 @@ func describeRule(r spec.Rule) (typ, payload string) {
 	add("DstPort", "port", ports)
 	add("InUser", "user", r.User)
 	add("Protocol", "protocol", r.Protocol)
+	sets := make([]string, len(r.RuleSet))
+	for i, rs := range r.RuleSet {
+		sets[i] = rs.Tag
+	}
+	add("RuleSet", "rule_set", sets)
+	add("GEOIP", "geoip", r.GeoIP)
 	switch {
 	case len(keys) == 0:
 		return "Match", ""

@@ -35,6 +35,8 @@ func TestDescribeRule(t *testing.T) {
 		{spec.Rule{Network: "udp", Port: []uint16{53}}, "AND", "network=udp; port=53"},
 		{spec.Rule{Inbound: []string{"socks-in"}}, "InName", "socks-in"},
 		{spec.Rule{User: []string{"alice"}}, "InUser", "alice"},
+		{spec.Rule{RuleSet: []spec.RuleSet{{Tag: "geosite-cn"}}}, "RuleSet", "geosite-cn"},
+		{spec.Rule{GeoIP: []string{"CN"}}, "GEOIP", "CN"},
 		{spec.Rule{}, "Match", ""},
 	} {
 		if typ, payload := describeRule(tc.r); typ != tc.typ || payload != tc.payload {

@@ -179,12 +179,14 @@ func (l *lowerer) dnsRule(key string, f *fileDNSRule, servers func(string, []str
 	if len(f.DomainRegex) > 0 {
 		r.DomainRegex, matches = l.regexes(key+".domain_regex", f.DomainRegex), true
 	}
-	switch {
-	case f.RuleSet != nil:
-		l.errorf(key+".rule_set", "rule sets are not available yet: this version has no [[rule_sets]] for rule_set to name; "+
-			"list the names in domain, domain_suffix, domain_keyword or domain_regex")
-	case !matches:
-		l.errorf(key, "a DNS rule needs at least one name to match: domain, domain_suffix, domain_keyword or domain_regex")
+	if f.RuleSet != nil {
+		if len(f.RuleSet) == 0 {
+			l.errorf(key+".rule_set", "must not be empty")
+		}
+		r.RuleSet, matches = l.ruleSetRefs(key+".rule_set", f.RuleSet), true
+	}
+	if !matches {
+		l.errorf(key, "a DNS rule needs at least one name to match: domain, domain_suffix, domain_keyword, domain_regex or rule_set")
 	}
 
 	switch {

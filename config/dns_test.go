@@ -427,9 +427,9 @@ domain_keyword = [""]
 domain_regex = ["("]
 action = "block"
 `, []want{
-			{2, "dns.rules[0]", "a DNS rule needs at least one name to match: domain, domain_suffix, domain_keyword or domain_regex"},
+			{2, "dns.rules[0]", "a DNS rule needs at least one name to match: domain, domain_suffix, domain_keyword, domain_regex or rule_set"},
 			{4, "dns.rules[1]", "a DNS rule needs at least one name to match"},
-			{8, "dns.rules[2].rule_set", "rule sets are not available yet: this version has no [[rule_sets]] for rule_set to name; list the names in domain, domain_suffix, domain_keyword or domain_regex"},
+			{8, "dns.rules[2].rule_set[0]", `unknown rule set "geosite-cn" (no [[rule_sets]] is declared)`},
 			{11, "dns.rules[3].domain[0]", "must not be empty"},
 			{12, "dns.rules[3].domain_suffix[0]", "must not be empty"},
 			{13, "dns.rules[3].domain_keyword[0]", "must not be empty"},

@@ -24,6 +24,7 @@ type fileConfig struct {
 	API       *fileAPI       `toml:"api"`
 	Route     fileRoute      `toml:"route"`
 	Rules     []fileRule     `toml:"rules"`
+	RuleSets  []fileRuleSet  `toml:"rule_sets"`
 }
 
 type fileLog struct {
@@ -233,8 +234,9 @@ type fileAPI struct {
 }
 
 type fileRoute struct {
-	Final *string `toml:"final"`
-	Mode  *string `toml:"mode"`
+	Final     *string `toml:"final"`
+	Mode      *string `toml:"mode"`
+	GeoIPPath *string `toml:"geoip_path"`
 }
 
 type fileRule struct {
@@ -250,5 +252,7 @@ type fileRule struct {
 	PortRange     []string `toml:"port_range"`
 	User          []string `toml:"user"`
 	Protocol      []string `toml:"protocol"`
+	RuleSet       []string `toml:"rule_set"`
+	GeoIP         []string `toml:"geoip"`
 	Outbound      *string  `toml:"outbound"`
 }

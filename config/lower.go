@@ -23,9 +23,13 @@ type lowerer struct {
 	// relative to it. "" is text from no file (Parse): relative paths are
 	// relative to the working directory, and the state is kept in memory
 	// unless [state] names a file.
-	dir   string
-	errs  []*Error
-	warns []*Error // problems that do not stop the load
+	dir  string
+	errs []*Error
+	// ruleSetTags maps a [[rule_sets]] tag to its lowered rule set.
+	ruleSetTags map[string]spec.RuleSet
+	// geoIPPath is [route].geoip_path, absolute; "" when not written.
+	geoIPPath string
+	warns     []*Error // problems that do not stop the load
 	// later are problems whose text names the line of another key: they
 	// are worded once lines are known.
 	later []laterError
@@ -146,6 +150,7 @@ func (l *lowerer) placeLines(data []byte, errs []*Error) {
 
 func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	l.dnsTable = f.DNS != nil
+	ruleSets := l.ruleSets(f.RuleSets) // before the DNS rules and the rules that name them
 	s := &spec.Spec{
 		Log: spec.Log{
 			Level:  l.enum("log.level", f.Log.Level, defaultLogLevel, logLevels),
@@ -177,7 +182,10 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 		l.outboundRef("route.final", final)
 	}
 	s.Route = spec.Route{Final: final, Mode: l.enum("route.mode", f.Route.Mode, defaultRouteMode, routeModes)}
+	l.geoIPPath = l.geoIP(f.Route.GeoIPPath)
+	s.Route.GeoIPPath = l.geoIPPath
 	s.Rules = l.rules(f.Rules)
+	s.RuleSets = ruleSets
 	return s
 }
 

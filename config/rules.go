@@ -55,6 +55,12 @@ func (l *lowerer) rules(fs []fileRule) []spec.Rule {
 		if len(f.Protocol) > 0 {
 			r.Protocol = l.enumList(key+".protocol", f.Protocol, protocols)
 		}
+		if len(f.RuleSet) > 0 {
+			r.RuleSet = l.ruleSetRefs(key+".rule_set", f.RuleSet)
+		}
+		if len(f.GeoIP) > 0 {
+			r.GeoIP, r.GeoIPPath = l.geoIPCodes(key+".geoip", f.GeoIP), l.geoIPPath
+		}
 		if f.Network != "" && l.oneOf(key+".network", f.Network, networks) {
 			r.Network = f.Network
 		}

@@ -171,12 +171,12 @@ func Build(s *spec.DNS, env Env) (*Set, error) {
 	shared := map[string]*Resolver{} // rules listing the same servers share one resolver
 	for i, sr := range s.Rules {
 		key := fmt.Sprintf("rules[%d]", i)
-		names, err := route.CompileNames(spec.Rule{Domain: sr.Domain, DomainSuffix: sr.DomainSuffix, DomainKeyword: sr.DomainKeyword, DomainRegex: sr.DomainRegex})
+		names, err := route.CompileNames(spec.Rule{Domain: sr.Domain, DomainSuffix: sr.DomainSuffix, DomainKeyword: sr.DomainKeyword, DomainRegex: sr.DomainRegex, RuleSet: sr.RuleSet})
 		if err != nil {
 			return fail(fmt.Errorf("dns.%s: %w", key, err))
 		}
 		if names.Empty() {
-			return fail(fmt.Errorf("dns.%s: a rule needs domain, domain_suffix, domain_keyword or domain_regex", key))
+			return fail(fmt.Errorf("dns.%s: a rule needs domain, domain_suffix, domain_keyword, domain_regex or rule_set", key))
 		}
 		ru := Rule{Names: names}
 		switch sr.Action {

@@ -21,8 +21,9 @@ type nameMatcher interface {
 	matchName(name string) bool
 }
 
-// CompileNames compiles the domain keys of r; its other keys are ignored.
-// A rule without domain keys compiles to a matcher of no name.
+// CompileNames compiles the domain keys of r and the domain rules of its
+// rule sets (a name matches either); its other keys are ignored. A rule
+// without domain keys or rule sets compiles to a matcher of no name.
 func CompileNames(r spec.Rule) (Names, error) {
 	c, err := compileDomains(spec.Rule{
 		Domain:        r.Domain,
@@ -30,10 +31,39 @@ func CompileNames(r spec.Rule) (Names, error) {
 		DomainKeyword: r.DomainKeyword,
 		DomainRegex:   r.DomainRegex,
 	})
-	if err != nil || c == nil {
+	if err != nil {
 		return Names{}, err
 	}
-	return Names{m: c.(nameMatcher)}, nil
+	var m anyName
+	if c != nil {
+		m = append(m, c.(nameMatcher))
+	}
+	if len(r.RuleSet) > 0 {
+		sets, err := loadSets(r.RuleSet)
+		if err != nil {
+			return Names{}, err
+		}
+		m = append(m, sets)
+	}
+	switch len(m) {
+	case 0:
+		return Names{}, nil
+	case 1:
+		return Names{m: m[0]}, nil
+	}
+	return Names{m: m}, nil
+}
+
+// anyName matches a name one of its matchers does.
+type anyName []nameMatcher
+
+func (a anyName) matchName(n string) bool {
+	for _, m := range a {
+		if m.matchName(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // MatchName reports whether name satisfies one of the domain keys.

@@ -8,7 +8,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gaissmai/bart"
+
 	"switchyard/netx"
+	"switchyard/ruleset"
 	"switchyard/spec"
 )
 
@@ -54,15 +57,21 @@ func Compile(r spec.Rule) (Rule, error) {
 	} else if d != nil {
 		add(d)
 	}
-	switch len(r.IPCIDR) {
-	case 0:
-	case 1:
+	switch n := len(r.IPCIDR); {
+	case n == 0:
+	case n == 1:
 		add(dstPrefix(r.IPCIDR[0]))
-	default:
+	case n <= smallSet:
 		add(dstPrefixes(r.IPCIDR))
+	default:
+		add(dstTable{prefixTable(r.IPCIDR)})
 	}
-	if len(r.SourceIPCIDR) > 0 {
+	switch n := len(r.SourceIPCIDR); {
+	case n == 0:
+	case n <= smallSet:
 		add(srcPrefixes(r.SourceIPCIDR))
+	default:
+		add(srcTable{prefixTable(r.SourceIPCIDR)})
 	}
 	switch {
 	case len(r.Port) == 1 && len(r.PortRange) == 0:
@@ -78,6 +87,20 @@ func Compile(r spec.Rule) (Rule, error) {
 	if len(r.Protocol) > 0 {
 		add(protocolIn{newStringSet(r.Protocol)})
 	}
+	if len(r.GeoIP) > 0 {
+		g, err := ruleset.LoadGeoIP(r.GeoIPPath)
+		if err != nil {
+			return Rule{}, fmt.Errorf("geoip: %w", err)
+		}
+		add(dstTable{g.Table(r.GeoIP)})
+	}
+	if len(r.RuleSet) > 0 {
+		sets, err := loadSets(r.RuleSet)
+		if err != nil {
+			return Rule{}, err
+		}
+		add(sets)
+	}
 	return Rule{conds: cs}, nil
 }
 
@@ -88,7 +111,7 @@ func keys(r spec.Rule) int {
 		len(r.Inbound) > 0, r.Network != "",
 		len(r.Domain)+len(r.DomainSuffix)+len(r.DomainKeyword)+len(r.DomainRegex) > 0,
 		len(r.IPCIDR) > 0, len(r.SourceIPCIDR) > 0, len(r.Port)+len(r.PortRange) > 0,
-		len(r.User) > 0, len(r.Protocol) > 0,
+		len(r.User) > 0, len(r.Protocol) > 0, len(r.RuleSet) > 0, len(r.GeoIP) > 0,
 	} {
 		if set {
 			n++
@@ -133,6 +156,63 @@ type dstPrefixes []netip.Prefix
 
 func (ps dstPrefixes) match(f *netx.Flow) bool {
 	return f.Dst.IP.IsValid() && containsAny(ps, f.Dst.IP)
+}
+
+// dstTable and srcTable hold a list of more than a few prefixes in a
+// prefix table: a lookup does not grow with the list.
+type dstTable struct{ t *bart.Lite }
+
+func (d dstTable) match(f *netx.Flow) bool {
+	return d.t != nil && f.Dst.IP.IsValid() && d.t.Lookup(f.Dst.IP.Unmap())
+}
+
+type srcTable struct{ t *bart.Lite }
+
+func (s srcTable) match(f *netx.Flow) bool {
+	return f.Src.IsValid() && s.t.Lookup(f.Src.Addr().Unmap())
+}
+
+func prefixTable(ps []netip.Prefix) *bart.Lite {
+	t := new(bart.Lite)
+	for _, p := range ps {
+		t.Insert(p)
+	}
+	return t
+}
+
+// ruleSets matches when one of its rule sets does.
+type ruleSets []*ruleset.Set
+
+func (rs ruleSets) match(f *netx.Flow) bool {
+	for _, s := range rs {
+		if s.Match(f) {
+			return true
+		}
+	}
+	return false
+}
+
+func (rs ruleSets) matchName(n string) bool {
+	for _, s := range rs {
+		if s.MatchName(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadSets loads the compiled rule sets (reused while their files are
+// unchanged).
+func loadSets(refs []spec.RuleSet) (ruleSets, error) {
+	out := make(ruleSets, 0, len(refs))
+	for _, ref := range refs {
+		s, err := ruleset.Load(ref.Path, ref.Format)
+		if err != nil {
+			return nil, fmt.Errorf("rule set %q: %w", ref.Tag, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 type srcPrefixes []netip.Prefix
@@ -268,12 +348,9 @@ func hasSuffix(name, s string) bool {
 	return name == s || (strings.HasSuffix(name, s) && name[len(name)-len(s)-1] == '.')
 }
 
-type domains struct {
-	exact    stringSet
-	suffixes []string
-	keywords []string
-	regexps  []*regexp.Regexp
-}
+// domains is a set of domain keys compiled as a rule set's are: a lookup
+// does not grow with the number of names.
+type domains struct{ d *ruleset.Domains }
 
 func compileDomains(r spec.Rule) (condition, error) {
 	n := len(r.Domain) + len(r.DomainSuffix) + len(r.DomainKeyword) + len(r.DomainRegex)
@@ -287,51 +364,29 @@ func compileDomains(r spec.Rule) (condition, error) {
 	case n == 1 && len(r.DomainKeyword) == 1:
 		return domainKeyword(strings.ToLower(r.DomainKeyword[0])), nil
 	}
-	d := &domains{}
-	exact := make([]string, len(r.Domain))
-	for i, s := range r.Domain {
-		exact[i] = strings.ToLower(s)
+	var b ruleset.DomainBuilder
+	for _, s := range r.Domain {
+		b.Exact(s)
 	}
-	d.exact = newStringSet(exact)
 	for _, s := range r.DomainSuffix {
-		d.suffixes = append(d.suffixes, strings.TrimPrefix(strings.ToLower(s), "."))
+		b.Suffix(s)
 	}
 	for _, s := range r.DomainKeyword {
-		d.keywords = append(d.keywords, strings.ToLower(s))
+		b.Keyword(s)
 	}
 	for _, s := range r.DomainRegex {
 		re, err := regexp.Compile(s)
 		if err != nil {
 			return nil, fmt.Errorf("domain_regex %q: %w", s, err)
 		}
-		d.regexps = append(d.regexps, re)
+		b.Regexp(re)
 	}
-	return d, nil
+	return &domains{b.Build()}, nil
 }
 
 func (d *domains) match(f *netx.Flow) bool { return eachName(f, d.matchName) }
 
-func (d *domains) matchName(name string) bool {
-	if d.exact.has(name) {
-		return true
-	}
-	for _, s := range d.suffixes {
-		if hasSuffix(name, s) {
-			return true
-		}
-	}
-	for _, k := range d.keywords {
-		if strings.Contains(name, k) {
-			return true
-		}
-	}
-	for _, re := range d.regexps {
-		if re.MatchString(name) {
-			return true
-		}
-	}
-	return false
-}
+func (d *domains) matchName(name string) bool { return d.d.MatchName(name) }
 
 func containsAny(prefixes []netip.Prefix, ip netip.Addr) bool {
 	ip = ip.Unmap()

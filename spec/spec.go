@@ -28,6 +28,7 @@ type Spec struct {
 	API       *API // nil: no API
 	Route     Route
 	Rules     []Rule
+	RuleSets  []RuleSet
 }
 
 // Equal reports whether two parts of a spec (two Outbounds, two Inbounds, two
@@ -260,8 +261,9 @@ type DNSRule struct {
 	DomainSuffix  []string
 	DomainKeyword []string
 	DomainRegex   []string
-	Servers       []string // the resolver for the matching names
-	Action        string   // "" (ask Servers) | "block"
+	RuleSet       []RuleSet // names the domain rules of one of these sets match
+	Servers       []string  // the resolver for the matching names
+	Action        string    // "" (ask Servers) | "block"
 	// BlockWith is how a block rule answers: "nxdomain" (default) or
 	// "empty" (NOERROR with no records).
 	BlockWith string
@@ -309,6 +311,9 @@ type Route struct {
 	// Mode is how flows route: "rule" (by the rules, the default),
 	// "global" (all to the GLOBAL selector's choice) or "direct".
 	Mode string
+	// GeoIPPath is the MaxMind-format database geoip rules read
+	// (absolute); "" when none is given.
+	GeoIPPath string
 }
 
 type PortRange struct{ Lo, Hi uint16 }
@@ -328,5 +333,20 @@ type Rule struct {
 	PortRange     []PortRange
 	User          []string
 	Protocol      []string // tls | http | quic | dns
-	Outbound      string
+	// RuleSet: the flow matches one of these rule sets (any of its rules).
+	RuleSet []RuleSet
+	// GeoIP: the destination IP is in one of these countries (ISO codes,
+	// upper case) by the database at GeoIPPath ([route].geoip_path).
+	GeoIP     []string
+	GeoIPPath string
+	Outbound  string
+}
+
+// RuleSet is a [[rule_sets]] entry: a local file in a format. The compiled
+// form is loaded by path and format (ruleset.Load), and reused while the
+// file's content is unchanged.
+type RuleSet struct {
+	Tag    string
+	Path   string // absolute
+	Format string // srs | source | clash-domain | clash-ipcidr | clash-classical
 }

@@ -1,0 +1,324 @@
+package ruleset
+
+import (
+	"bufio"
+	"bytes"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"switchyard/netx"
+)
+
+// clashEntries splits a Clash rule-provider file into its entries: the
+// text form (one entry a line) or the YAML form (a "payload:" list). Empty
+// lines and comments are skipped; each entry keeps its line number.
+func clashEntries(data []byte) ([]entry, error) {
+	var out []entry
+	yaml := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || t[0] == '#' || strings.HasPrefix(t, "//") {
+			continue
+		}
+		if !yaml && len(out) == 0 && t == "payload:" {
+			yaml = true
+			continue
+		}
+		if yaml {
+			v, ok := strings.CutPrefix(t, "-")
+			if !ok {
+				return nil, errAt(line, "%q is not a list item of payload (\"- value\")", clip(t))
+			}
+			v = strings.TrimSpace(v)
+			if i := strings.Index(v, " #"); i >= 0 && v[0] != '\'' && v[0] != '"' {
+				v = strings.TrimSpace(v[:i])
+			}
+			uq, err := unquoteYAML(v)
+			if err != nil {
+				return nil, errAt(line, "%s", err)
+			}
+			t = uq
+		}
+		if t == "" {
+			return nil, errAt(line, "empty entry")
+		}
+		out = append(out, entry{line, t})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errAt(line+1, "%s", err)
+	}
+	return out, nil
+}
+
+type entry struct {
+	line int
+	text string
+}
+
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+func unquoteYAML(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	switch v[0] {
+	case '\'':
+		if len(v) < 2 || v[len(v)-1] != '\'' {
+			return "", textError("unterminated single-quoted value " + strconv.Quote(clip(v)))
+		}
+		return strings.ReplaceAll(v[1:len(v)-1], "''", "'"), nil
+	case '"':
+		s, err := strconv.Unquote(v)
+		if err != nil {
+			return "", textError("bad double-quoted value " + strconv.Quote(clip(v)))
+		}
+		return s, nil
+	}
+	return v, nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// parseClashDomain reads a Clash "domain" rule provider: "+.x" is x and
+// every name under it, ".x" the names under x only, "*.x" the names one
+// label under x, a "*" elsewhere one label, anything else the exact name.
+func parseClashDomain(data []byte) ([]headless, error) {
+	es, err := clashEntries(data)
+	if err != nil {
+		return nil, err
+	}
+	h := headless{line: 1}
+	var b wildcards
+	for _, e := range es {
+		if err := b.add(&h, e.text); err != nil {
+			return nil, errAt(e.line, "%s", err)
+		}
+	}
+	return []headless{h}, nil
+}
+
+type wildcards struct{}
+
+func (wildcards) add(h *headless, s string) error {
+	s = strings.ToLower(strings.TrimSuffix(s, "."))
+	switch {
+	case strings.HasPrefix(s, "+."):
+		if err := checkName(s[2:]); err != nil {
+			return err
+		}
+		h.domainSuffix = append(h.domainSuffix, s[2:])
+	case strings.HasPrefix(s, "*.") && !strings.Contains(s[2:], "*"):
+		if err := checkName(s[2:]); err != nil {
+			return err
+		}
+		h.oneLabel = append(h.oneLabel, s[2:])
+	case strings.HasPrefix(s, "."):
+		if err := checkName(s[1:]); err != nil {
+			return err
+		}
+		h.subdomains = append(h.subdomains, s[1:])
+	case strings.Contains(s, "*"):
+		labels := strings.Split(s, ".")
+		for i, l := range labels {
+			if l == "*" {
+				labels[i] = "[^.]+"
+			} else if strings.Contains(l, "*") {
+				return textError("a \"*\" must be a whole label: " + strconv.Quote(s))
+			} else {
+				labels[i] = regexp.QuoteMeta(l)
+			}
+		}
+		h.domainRegex = append(h.domainRegex, regexp.MustCompile("^"+strings.Join(labels, `\.`)+"$"))
+	default:
+		if err := checkName(s); err != nil {
+			return err
+		}
+		h.domain = append(h.domain, s)
+	}
+	return nil
+}
+
+// checkName refuses what cannot be a domain name: empty labels, spaces,
+// commas (a classical rule given to a domain provider).
+func checkName(s string) error {
+	if s == "" {
+		return textError("empty domain name")
+	}
+	if strings.ContainsAny(s, " ,\t/") || strings.Contains(s, "..") {
+		return textError(strconv.Quote(clip(s)) + " is not a domain name")
+	}
+	return nil
+}
+
+// parseClashIPCIDR reads a Clash "ipcidr" rule provider: one prefix (or
+// address) an entry.
+func parseClashIPCIDR(data []byte) ([]headless, error) {
+	es, err := clashEntries(data)
+	if err != nil {
+		return nil, err
+	}
+	h := headless{line: 1}
+	for _, e := range es {
+		p, ok := parsePrefix(e.text)
+		if !ok {
+			return nil, errAt(e.line, "%q is not an IP prefix or address", clip(e.text))
+		}
+		h.ipCIDR = append(h.ipCIDR, p)
+	}
+	return []headless{h}, nil
+}
+
+// parseClashClassical reads a Clash "classical" rule provider: one rule a
+// line, "TYPE,VALUE[,no-resolve]", without a target.
+func parseClashClassical(data []byte) ([]headless, error) {
+	es, err := clashEntries(data)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]headless, 0, len(es))
+	for _, e := range es {
+		h, err := classicalRule(e.text)
+		if err != nil {
+			return nil, errAt(e.line, "%s", err)
+		}
+		h.line = e.line
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+func classicalRule(s string) (headless, error) {
+	var h headless
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	if len(parts) < 2 {
+		return h, textError(strconv.Quote(clip(s)) + " is not a rule \"TYPE,VALUE\"")
+	}
+	typ, v := strings.ToUpper(parts[0]), parts[1]
+	for _, opt := range parts[2:] {
+		if opt != "no-resolve" && opt != "src" {
+			return h, textError("unknown option " + strconv.Quote(opt) + " in " + strconv.Quote(clip(s)))
+		}
+	}
+	switch typ {
+	case "DOMAIN":
+		if err := checkName(v); err != nil {
+			return h, err
+		}
+		h.domain = []string{strings.ToLower(v)}
+	case "DOMAIN-SUFFIX":
+		v = strings.TrimPrefix(v, ".")
+		if err := checkName(v); err != nil {
+			return h, err
+		}
+		h.domainSuffix = []string{strings.ToLower(v)}
+	case "DOMAIN-KEYWORD":
+		if v == "" {
+			return h, textError("empty keyword")
+		}
+		h.domainKeyword = []string{strings.ToLower(v)}
+	case "DOMAIN-REGEX":
+		re, err := regexp.Compile(v)
+		if err != nil {
+			return h, textError("bad regex " + strconv.Quote(v) + ": " + strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+		h.domainRegex = []*regexp.Regexp{re}
+	case "DOMAIN-WILDCARD":
+		if err := (wildcards{}).add(&h, v); err != nil {
+			return h, err
+		}
+	case "IP-CIDR", "IP-CIDR6", "SRC-IP-CIDR":
+		p, ok := parsePrefix(v)
+		if !ok {
+			return h, textError(strconv.Quote(v) + " is not an IP prefix")
+		}
+		if typ == "SRC-IP-CIDR" {
+			h.srcCIDR = []netip.Prefix{p}
+		} else {
+			h.ipCIDR = []netip.Prefix{p}
+		}
+	case "DST-PORT", "SRC-PORT":
+		ps, rs, err := clashPorts(v)
+		if err != nil {
+			return h, err
+		}
+		if typ == "DST-PORT" {
+			h.port, h.portRange = ps, rs
+		} else {
+			h.srcPort, h.srcPortRange = ps, rs
+		}
+	case "NETWORK":
+		switch strings.ToLower(v) {
+		case "tcp":
+			h.network = []netx.Network{netx.TCP}
+		case "udp":
+			h.network = []netx.Network{netx.UDP}
+		default:
+			return h, textError("network " + strconv.Quote(v) + " is not tcp or udp")
+		}
+	default:
+		return h, textError("rule type " + strconv.Quote(parts[0]) + " is not one switchyard matches in a rule set " +
+			"(DOMAIN, DOMAIN-SUFFIX, DOMAIN-KEYWORD, DOMAIN-REGEX, DOMAIN-WILDCARD, IP-CIDR, IP-CIDR6, SRC-IP-CIDR, DST-PORT, SRC-PORT, NETWORK)")
+	}
+	return h, nil
+}
+
+// clashPorts reads "443", "1000-2000" or "80/443/8000-9000".
+func clashPorts(v string) ([]uint16, []portRange, error) {
+	var ps []uint16
+	var rs []portRange
+	for _, p := range strings.Split(v, "/") {
+		lo, hi, isRange := strings.Cut(p, "-")
+		a, errA := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
+		if !isRange {
+			if errA != nil {
+				return nil, nil, textError(strconv.Quote(p) + " is not a port 0..65535")
+			}
+			ps = append(ps, uint16(a))
+			continue
+		}
+		b, errB := strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
+		if errA != nil || errB != nil || a > b {
+			return nil, nil, textError(strconv.Quote(p) + " is not a port range low-high of ports 0..65535")
+		}
+		rs = append(rs, portRange{uint16(a), uint16(b)})
+	}
+	return ps, rs, nil
+}
+
+// parsePrefix reads a prefix or a bare address, masked, an IPv4-mapped
+// prefix in its IPv4 form.
+func parsePrefix(s string) (netip.Prefix, bool) {
+	var p netip.Prefix
+	if strings.Contains(s, "/") {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return netip.Prefix{}, false
+		}
+	} else {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || ip.Zone() != "" {
+			return netip.Prefix{}, false
+		}
+		p = netip.PrefixFrom(ip, ip.BitLen())
+	}
+	if ip := p.Addr(); ip.Is4In6() && p.Bits() >= 96 {
+		p = netip.PrefixFrom(ip.Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), true
+}

@@ -1,0 +1,57 @@
+package ruleset
+
+import (
+	"bytes"
+	"compress/zlib"
+	"testing"
+)
+
+func srsSeed(body []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("SRS\x02")
+	w := zlib.NewWriter(&b)
+	w.Write(body)
+	w.Close()
+	return b.Bytes()
+}
+
+// The parsers refuse bad input with an error: never a panic or a hang.
+func FuzzSRS(f *testing.F) {
+	f.Add([]byte("SRS\x01"))
+	f.Add(srsSeed([]byte{1, 0, 3, 1, 1, 'x', 0xFF, 0}))
+	f.Add(srsSeed([]byte{1, 0, 6, 1, 0, 0, 0, 0, 0, 0, 0, 1, 4, 10, 0, 0, 0, 4, 10, 255, 255, 255, 0xFF, 0}))
+	f.Add(srsSeed([]byte{1, 0, 2, 0, 1, 0x02, 1, 0x1, 1, 'a', 0xFF, 0}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if hs, err := parseSRS(data); err == nil {
+			compile(hs)
+		}
+	})
+}
+
+func FuzzSource(f *testing.F) {
+	f.Add([]byte(fixtures["source"]))
+	f.Add([]byte(`{"version":3,"rules":[{"port_range":":80","network":"udp","invert":true}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if hs, err := parseSource(data); err == nil {
+			compile(hs)
+		}
+	})
+}
+
+func FuzzClash(f *testing.F) {
+	for _, s := range []map[string]string{fixtures, yamlFixtures} {
+		for k, v := range s {
+			if k != "source" {
+				f.Add([]byte(v))
+			}
+		}
+	}
+	f.Add([]byte("*.a.*.com\n.x\nDST-PORT,1-2/3\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, p := range []func([]byte) ([]headless, error){parseClashDomain, parseClashIPCIDR, parseClashClassical} {
+			if hs, err := p(data); err == nil {
+				compile(hs)
+			}
+		}
+	})
+}

@@ -1,0 +1,231 @@
+package ruleset
+
+import (
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"github.com/gaissmai/bart"
+
+	"switchyard/netx"
+)
+
+// headless is one rule of a rule set as a parser read it, before
+// compiling: sing-box's headless rule. The destination keys (domain*,
+// ip_cidr) are one group, any of which may match (sing-box's semantics);
+// the other keys must each match too.
+type headless struct {
+	line          int // where the rule is written, for errors
+	domain        []string
+	domainSuffix  []string
+	subdomains    []string // Clash ".x"
+	oneLabel      []string // Clash "*.x"
+	domainKeyword []string
+	domainRegex   []*regexp.Regexp
+	ipCIDR        []netip.Prefix
+	srcCIDR       []netip.Prefix
+	port          []uint16
+	portRange     []portRange
+	srcPort       []uint16
+	srcPortRange  []portRange
+	network       []netx.Network
+	invert        bool
+}
+
+type portRange struct{ lo, hi uint16 }
+
+func (h *headless) destOnly() bool {
+	return !h.invert && len(h.srcCIDR)+len(h.port)+len(h.portRange)+len(h.srcPort)+len(h.srcPortRange)+len(h.network) == 0
+}
+
+func (h *headless) hasDest() bool {
+	return len(h.domain)+len(h.domainSuffix)+len(h.subdomains)+len(h.oneLabel)+len(h.domainKeyword)+len(h.domainRegex)+len(h.ipCIDR) > 0
+}
+
+func (h *headless) addDomains(b *DomainBuilder) {
+	for _, s := range h.domain {
+		b.Exact(s)
+	}
+	for _, s := range h.domainSuffix {
+		b.Suffix(s)
+	}
+	for _, s := range h.subdomains {
+		b.Subdomains(s)
+	}
+	for _, s := range h.oneLabel {
+		b.OneLabel(s)
+	}
+	for _, s := range h.domainKeyword {
+		b.Keyword(s)
+	}
+	for _, re := range h.domainRegex {
+		b.Regexp(re)
+	}
+}
+
+// dest is a destination group: a flow matches when its name matches names
+// or its destination IP is in ips.
+type dest struct {
+	names *Domains
+	ips   *bart.Lite
+}
+
+func (d *dest) empty() bool { return d.names == nil && d.ips == nil }
+
+func (d *dest) match(f *netx.Flow) bool {
+	if d.names != nil {
+		if f.Dst.Name != "" && d.names.MatchName(normalName(f.Dst.Name)) {
+			return true
+		}
+		if f.Sniffed != "" && d.names.MatchName(normalName(f.Sniffed)) {
+			return true
+		}
+	}
+	return d.ips != nil && f.Dst.IP.IsValid() && d.ips.Lookup(f.Dst.IP.Unmap())
+}
+
+func normalName(n string) string {
+	n = strings.TrimSuffix(n, ".")
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(n)
+		}
+	}
+	return n
+}
+
+func prefixTable(ps []netip.Prefix) *bart.Lite {
+	if len(ps) == 0 {
+		return nil
+	}
+	t := new(bart.Lite)
+	for _, p := range ps {
+		t.Insert(p)
+	}
+	return t
+}
+
+// rule is a compiled rule with keys beyond the destination group.
+type rule struct {
+	dest    dest
+	hasDest bool
+	src     *bart.Lite
+	port    ports
+	srcPort ports
+	network []netx.Network
+	invert  bool
+}
+
+type ports struct {
+	set    map[uint16]struct{}
+	ranges []portRange
+}
+
+func newPorts(ps []uint16, rs []portRange) ports {
+	if len(ps)+len(rs) == 0 {
+		return ports{}
+	}
+	p := ports{ranges: rs, set: make(map[uint16]struct{}, len(ps))}
+	for _, x := range ps {
+		p.set[x] = struct{}{}
+	}
+	return p
+}
+
+func (p *ports) any() bool { return p.set != nil }
+
+func (p *ports) has(x uint16) bool {
+	if _, ok := p.set[x]; ok {
+		return true
+	}
+	for _, r := range p.ranges {
+		if x >= r.lo && x <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rule) match(f *netx.Flow) bool {
+	return r.matchKeys(f) != r.invert
+}
+
+func (r *rule) matchKeys(f *netx.Flow) bool {
+	if len(r.network) > 0 {
+		ok := false
+		for _, n := range r.network {
+			ok = ok || f.Network == n
+		}
+		if !ok {
+			return false
+		}
+	}
+	if r.src != nil && (!f.Src.IsValid() || !r.src.Lookup(f.Src.Addr().Unmap())) {
+		return false
+	}
+	if r.port.any() && !r.port.has(f.Dst.Port) {
+		return false
+	}
+	if r.srcPort.any() && (!f.Src.IsValid() || !r.srcPort.has(f.Src.Port())) {
+		return false
+	}
+	return !r.hasDest || r.dest.match(f)
+}
+
+// Set is a compiled rule set: it matches a flow when any of its rules
+// does. The rules of destination keys only, the bulk of any real list,
+// are merged into one destination group; the others are tried in order.
+type Set struct {
+	dest    dest
+	rules   []*rule
+	entries int
+}
+
+func compile(hs []headless) *Set {
+	s := &Set{}
+	var b DomainBuilder
+	var ips []netip.Prefix
+	for i := range hs {
+		h := &hs[i]
+		s.entries += len(h.domain) + len(h.domainSuffix) + len(h.subdomains) + len(h.oneLabel) + len(h.domainKeyword) + len(h.domainRegex) + len(h.ipCIDR)
+		if h.destOnly() {
+			h.addDomains(&b)
+			ips = append(ips, h.ipCIDR...)
+			continue
+		}
+		var rb DomainBuilder
+		h.addDomains(&rb)
+		s.rules = append(s.rules, &rule{
+			dest:    dest{names: rb.Build(), ips: prefixTable(h.ipCIDR)},
+			hasDest: h.hasDest(),
+			src:     prefixTable(h.srcCIDR),
+			port:    newPorts(h.port, h.portRange),
+			srcPort: newPorts(h.srcPort, h.srcPortRange),
+			network: h.network,
+			invert:  h.invert,
+		})
+	}
+	s.dest = dest{names: b.Build(), ips: prefixTable(ips)}
+	return s
+}
+
+// Match reports whether any rule of the set matches f.
+func (s *Set) Match(f *netx.Flow) bool {
+	if !s.dest.empty() && s.dest.match(f) {
+		return true
+	}
+	for _, r := range s.rules {
+		if r.match(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchName reports whether name (lowercase, without the final dot)
+// matches a domain key of a rule that has nothing but destination keys:
+// what a DNS question can be asked, having no flow.
+func (s *Set) MatchName(name string) bool { return s.dest.names.MatchName(name) }
+
+// Entries is the number of domain and CIDR entries the set holds.
+func (s *Set) Entries() int { return s.entries }

@@ -1,0 +1,474 @@
+package ruleset
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"regexp"
+	"strings"
+
+	"switchyard/netx"
+)
+
+// The sing-box binary rule set (.srs): "SRS", a version byte (1..5 as
+// sing-box 1.14 writes), then a zlib stream of a uvarint rule count and
+// the rules. A default rule is a 0 byte, then items (an item-type byte and
+// its value) up to the final item 0xFF and its invert byte. Strings and
+// lists are uvarint-length-prefixed; ports are big-endian uint16; domains
+// are a succinct (LOUDS) trie of reversed names; IP sets are address
+// ranges.
+
+const srsVersionMax = 5
+
+// srsMaxInflated bounds the decompressed rules.
+const srsMaxInflated = 8 * MaxFileSize
+
+const (
+	srsNetwork       = 1
+	srsDomain        = 2
+	srsDomainKeyword = 3
+	srsDomainRegex   = 4
+	srsSourceIPCIDR  = 5
+	srsIPCIDR        = 6
+	srsSourcePort    = 7
+	srsSourcePortRng = 8
+	srsPort          = 9
+	srsPortRange     = 10
+	srsFinal         = 0xFF
+	srsPrefixLabel   = '\r'
+	srsRootLabel     = '\n'
+)
+
+var srsItemNames = map[byte]string{
+	0: "query_type", 11: "process_name", 12: "process_path", 13: "package_name", 14: "wifi_ssid",
+	15: "wifi_bssid", 16: "adguard_domain", 17: "process_path_regex", 18: "network_type",
+	19: "network_is_expensive", 20: "network_is_constrained", 21: "network_interface_address",
+	22: "default_interface_address", 23: "package_name_regex",
+}
+
+type offsetError struct {
+	off int64
+	msg string
+}
+
+func (e *offsetError) Error() string { return fmt.Sprintf("at byte %d: %s", e.off, e.msg) }
+
+type srsReader struct {
+	b   []byte
+	pos int
+}
+
+func (r *srsReader) fail(format string, args ...any) error {
+	return &offsetError{off: int64(r.pos), msg: "in the decompressed rules: " + fmt.Sprintf(format, args...)}
+}
+
+func (r *srsReader) byte() (byte, error) {
+	if r.pos >= len(r.b) {
+		return 0, r.fail("unexpected end of the rules")
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c, nil
+}
+
+func (r *srsReader) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(r.b[r.pos:])
+	if n <= 0 {
+		return 0, r.fail("bad length")
+	}
+	r.pos += n
+	return v, nil
+}
+
+// count reads a length of elements of size bytes each, refusing one the
+// rest of the data cannot hold.
+func (r *srsReader) count(size int) (int, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(len(r.b)-r.pos)/uint64(size) {
+		return 0, r.fail("a length of %d is beyond the end of the rules", n)
+	}
+	return int(n), nil
+}
+
+func (r *srsReader) bytes(n int) ([]byte, error) {
+	if n > len(r.b)-r.pos {
+		return nil, r.fail("unexpected end of the rules")
+	}
+	b := r.b[r.pos : r.pos+n]
+	r.pos += n
+	return b, nil
+}
+
+func (r *srsReader) strings() ([]string, error) {
+	n, err := r.count(1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, n)
+	for range n {
+		l, err := r.count(1)
+		if err != nil {
+			return nil, err
+		}
+		b, err := r.bytes(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+func (r *srsReader) uint16s() ([]uint16, error) {
+	n, err := r.count(2)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint16, n)
+	for i := range out {
+		b, _ := r.bytes(2)
+		out[i] = binary.BigEndian.Uint16(b)
+	}
+	return out, nil
+}
+
+func (r *srsReader) uint64s() ([]uint64, error) {
+	n, err := r.count(8)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		b, _ := r.bytes(8)
+		out[i] = binary.BigEndian.Uint64(b)
+	}
+	return out, nil
+}
+
+func parseSRS(data []byte) ([]headless, error) {
+	if len(data) < 4 || string(data[:3]) != "SRS" {
+		return nil, &offsetError{0, "not a sing-box binary rule set (no \"SRS\" magic)"}
+	}
+	if v := data[3]; v < 1 || v > srsVersionMax {
+		return nil, &offsetError{3, fmt.Sprintf("rule-set version %d is not one of 1..%d", v, srsVersionMax)}
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(data[4:]))
+	if err != nil {
+		return nil, &offsetError{4, "the rules are not a zlib stream: " + err.Error()}
+	}
+	inflated, err := io.ReadAll(io.LimitReader(zr, srsMaxInflated+1))
+	if err != nil {
+		return nil, &offsetError{4, "the rules' zlib stream: " + err.Error()}
+	}
+	if len(inflated) > srsMaxInflated {
+		return nil, &offsetError{4, fmt.Sprintf("the rules inflate to more than %d MiB", srsMaxInflated>>20)}
+	}
+	r := &srsReader{b: inflated}
+	n, err := r.count(1)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]headless, 0, n)
+	for i := range n {
+		typ, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case 0:
+		case 1:
+			return nil, r.fail("rule %d is a logical rule (and/or of sub-rules), which switchyard's rule sets do not match", i)
+		default:
+			return nil, r.fail("rule %d: unknown rule type %d", i, typ)
+		}
+		h, err := r.defaultRule()
+		if err != nil {
+			return nil, err
+		}
+		hs = append(hs, h)
+	}
+	if r.pos != len(r.b) {
+		return nil, r.fail("%d bytes after the last rule", len(r.b)-r.pos)
+	}
+	return hs, nil
+}
+
+func (r *srsReader) defaultRule() (headless, error) {
+	var h headless
+	for {
+		item, err := r.byte()
+		if err != nil {
+			return h, err
+		}
+		switch item {
+		case srsNetwork:
+			ss, err := r.strings()
+			if err != nil {
+				return h, err
+			}
+			for _, s := range ss {
+				switch s {
+				case "tcp":
+					h.network = append(h.network, netx.TCP)
+				case "udp":
+					h.network = append(h.network, netx.UDP)
+				default:
+					return h, r.fail("network %q is not tcp or udp", s)
+				}
+			}
+		case srsDomain:
+			if err := r.domains(&h); err != nil {
+				return h, err
+			}
+		case srsDomainKeyword:
+			ss, err := r.strings()
+			if err != nil {
+				return h, err
+			}
+			for _, s := range ss {
+				h.domainKeyword = append(h.domainKeyword, strings.ToLower(s))
+			}
+		case srsDomainRegex:
+			ss, err := r.strings()
+			if err != nil {
+				return h, err
+			}
+			for _, s := range ss {
+				re, err := regexp.Compile(s)
+				if err != nil {
+					return h, r.fail("domain_regex %q: %s", s, err)
+				}
+				h.domainRegex = append(h.domainRegex, re)
+			}
+		case srsSourceIPCIDR, srsIPCIDR:
+			ps, err := r.ipSet()
+			if err != nil {
+				return h, err
+			}
+			if item == srsIPCIDR {
+				h.ipCIDR = append(h.ipCIDR, ps...)
+			} else {
+				h.srcCIDR = append(h.srcCIDR, ps...)
+			}
+		case srsSourcePort, srsPort:
+			ps, err := r.uint16s()
+			if err != nil {
+				return h, err
+			}
+			if item == srsPort {
+				h.port = append(h.port, ps...)
+			} else {
+				h.srcPort = append(h.srcPort, ps...)
+			}
+		case srsSourcePortRng, srsPortRange:
+			ss, err := r.strings()
+			if err != nil {
+				return h, err
+			}
+			raw, _ := json.Marshal(ss)
+			rs, err := rangeList(raw)
+			if err != nil {
+				return h, r.fail("%s", err)
+			}
+			if item == srsPortRange {
+				h.portRange = append(h.portRange, rs...)
+			} else {
+				h.srcPortRange = append(h.srcPortRange, rs...)
+			}
+		case srsFinal:
+			inv, err := r.byte()
+			if err != nil {
+				return h, err
+			}
+			h.invert = inv != 0
+			return h, nil
+		default:
+			if name, ok := srsItemNames[item]; ok {
+				return h, r.fail("rule key %s is not one switchyard matches in a rule set", name)
+			}
+			return h, r.fail("unknown rule item type %d", item)
+		}
+	}
+}
+
+// domains reads the succinct trie of reversed names and sorts each key
+// into its kind: a name ("x"), a suffix ("\nx": x and the names under it),
+// the names under x ("\r.x"), or a plain string suffix ("\rx").
+func (r *srsReader) domains(h *headless) error {
+	if _, err := r.byte(); err != nil { // the set's version byte
+		return err
+	}
+	leaves, err := r.uint64s()
+	if err != nil {
+		return err
+	}
+	bitmap, err := r.uint64s()
+	if err != nil {
+		return err
+	}
+	ln, err := r.count(1)
+	if err != nil {
+		return err
+	}
+	labels, err := r.bytes(ln)
+	if err != nil {
+		return err
+	}
+	keys, err := loudsKeys(leaves, bitmap, labels)
+	if err != nil {
+		return r.fail("domain: %s", err)
+	}
+	for _, k := range keys {
+		switch {
+		case k == "":
+		case k[0] == srsRootLabel:
+			h.domainSuffix = append(h.domainSuffix, k[1:])
+		case k[0] == srsPrefixLabel && len(k) > 1 && k[1] == '.':
+			h.subdomains = append(h.subdomains, k[2:])
+		case k[0] == srsPrefixLabel:
+			h.domainRegex = append(h.domainRegex, regexp.MustCompile(regexp.QuoteMeta(k[1:])+"$"))
+		default:
+			h.domain = append(h.domain, k)
+		}
+	}
+	return nil
+}
+
+// loudsKeys lists the keys of a LOUDS trie, un-reversed. In breadth-first
+// order each node is a run of 0 bits, one per child (whose label is the
+// next label), closed by a 1 bit; node 0 is the root and the children are
+// numbered in the order they appear. A node whose leaves bit is set ends a
+// key.
+func loudsKeys(leaves, bitmap []uint64, labels []byte) ([]string, error) {
+	bit := func(bs []uint64, i int) bool { return i>>6 < len(bs) && bs[i>>6]&(1<<(i&63)) != 0 }
+	total := len(bitmap) * 64
+	parent := []int32{-1}
+	label := []byte{0}
+	node, li := 0, 0
+	for i := 0; i < total && node < len(parent); i++ {
+		if bit(bitmap, i) {
+			node++
+			continue
+		}
+		if li >= len(labels) {
+			return nil, fmt.Errorf("malformed trie: more children than labels")
+		}
+		parent = append(parent, int32(node))
+		label = append(label, labels[li])
+		li++
+	}
+	if li != len(labels) || node != len(parent) {
+		return nil, fmt.Errorf("malformed trie: %d labels for %d children, %d of %d nodes closed", len(labels), li, node, len(parent))
+	}
+	var keys []string
+	buf := make([]byte, 0, 256)
+	for n := range parent {
+		if !bit(leaves, n) {
+			continue
+		}
+		buf = buf[:0]
+		for m := n; m > 0; m = int(parent[m]) {
+			buf = append(buf, label[m]) // walking up un-reverses the key
+		}
+		keys = append(keys, strings.ToLower(string(buf)))
+	}
+	return keys, nil
+}
+
+// ipSet reads an IP set: a version byte 1, a big-endian uint64 count and
+// that many from-to address ranges, each address a uvarint length (4 or
+// 16) and its bytes. Each range becomes the prefixes that cover it.
+func (r *srsReader) ipSet() ([]netip.Prefix, error) {
+	v, err := r.byte()
+	if err != nil {
+		return nil, err
+	}
+	if v != 1 {
+		return nil, r.fail("IP set version %d is not 1", v)
+	}
+	b, err := r.bytes(8)
+	if err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint64(b)
+	if n > uint64(len(r.b)-r.pos)/10 {
+		return nil, r.fail("%d IP ranges are beyond the end of the rules", n)
+	}
+	var out []netip.Prefix
+	for range n {
+		from, err := r.addr()
+		if err != nil {
+			return nil, err
+		}
+		to, err := r.addr()
+		if err != nil {
+			return nil, err
+		}
+		if from.Is4() != to.Is4() || to.Less(from) {
+			return nil, r.fail("IP range %s-%s is not a range", from, to)
+		}
+		out = appendRange(out, from, to)
+	}
+	return out, nil
+}
+
+func (r *srsReader) addr() (netip.Addr, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if n != 4 && n != 16 {
+		return netip.Addr{}, r.fail("an address of %d bytes", n)
+	}
+	b, err := r.bytes(int(n))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a.Unmap(), nil
+}
+
+// appendRange appends the fewest prefixes covering from..to.
+func appendRange(out []netip.Prefix, from, to netip.Addr) []netip.Prefix {
+	for {
+		bits := from.BitLen()
+		// The shortest prefix at from that does not pass to.
+		p := netip.PrefixFrom(from, bits)
+		for l := bits - 1; l >= 0; l-- {
+			q, _ := from.Prefix(l)
+			if q.Addr() != from || lastAddr(q).Compare(to) > 0 {
+				break
+			}
+			p = q
+		}
+		out = append(out, p)
+		last := lastAddr(p)
+		if last.Compare(to) >= 0 {
+			return out
+		}
+		from = last.Next()
+	}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Addr().As16()
+	off := 0
+	if p.Addr().Is4() {
+		off = 12
+	}
+	bits := p.Bits() + off*8
+	for i := bits; i < 128; i++ {
+		a[i/8] |= 1 << (7 - i%8)
+	}
+	if p.Addr().Is4() {
+		return netip.AddrFrom4([4]byte(a[12:]))
+	}
+	return netip.AddrFrom16(a)
+}
