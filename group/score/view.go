@@ -44,13 +44,37 @@ type View struct {
 	Probe   Probe
 }
 
+// decayMemo is one view's latest decay factor: a node's layers usually
+// share their latest event time (one flow's event reaches all three),
+// so a view costs one exponential instead of three. The factor depends
+// only on the event time, so the result is the same as an unshared read.
+type decayMemo struct {
+	at  int64
+	f   float64
+	set bool
+}
+
+// factor is the decay factor from event time at to now.
+func (m *decayMemo) factor(at, now int64) float64 {
+	if !m.set || m.at != at {
+		m.at, m.f, m.set = at, decayFactor(now-at), true
+	}
+	return m.f
+}
+
 // layerInto writes cell c's Layer at now into l (nil: the zero Layer).
 func layerInto(l *Layer, c *cell, now int64) {
+	var m decayMemo
+	layerMemo(l, c, now, &m)
+}
+
+// layerMemo is layerInto with a view's shared decay factor.
+func layerMemo(l *Layer, c *cell, now int64, m *decayMemo) {
 	if c == nil {
 		*l = Layer{}
 		return
 	}
-	v := c.ev.get(now)
+	v := c.ev.scaled(m.factor(c.ev.at, now))
 	*l = Layer{
 		Present:       true,
 		Attempts:      v[attempts],
@@ -78,9 +102,10 @@ func newView(g, f, e *cell, now int64) View {
 
 // viewInto is newView written in place (a rank's batched read).
 func viewInto(v *View, g, f, e *cell, now int64) {
-	layerInto(&v.Global, g, now)
-	layerInto(&v.Family, f, now)
-	layerInto(&v.Exact, e, now)
+	var m decayMemo
+	layerMemo(&v.Global, g, now, &m)
+	layerMemo(&v.Family, f, now, &m)
+	layerMemo(&v.Exact, e, now, &m)
 	c := blend(blend(v.Global.counts(), v.Family.counts()), v.Exact.counts())
 	v.Rate, v.Lower, v.Upper = bounds(c)
 	v.Support = max(v.Global.Successes, v.Family.Successes, v.Exact.Successes)
