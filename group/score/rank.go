@@ -34,6 +34,7 @@ type rankScratch struct {
 	rows   []int      // the evaluated rows (need), ascending
 	hist   *histEntry // decide's history entry: the commit's hint
 	memo   viewMemo   // rankViews' cells of the latest target
+	cmemo  cmpMemo    // decide's comparison cells of the latest incumbent
 
 	// selectOrdinary's results.
 	hasTarget    bool
@@ -438,13 +439,13 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
-	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now)
+	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now, &sc.cmemo, len(r.Cands))
 	defer ref.unlock()
 	for _, c := range sc.rows { // clean is false outside them
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := ref.pair(r.Cands[c].Node, noCut, false)
+		pr := ref.pairRow(c, r.Cands[c].Node, noCut, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff
