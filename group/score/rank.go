@@ -235,8 +235,12 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 	if authorized {
 		due, rot, hasRot = p.due(at, r.Cands)
 	}
-	all := !init || due || r.Preflight || !sc.anyMember(r)
-	sc.rows = sc.rows[:0]
+	member := sc.anyMember(r) // the committed members, before any Apply
+	all := !init || due || r.Preflight || !member
+	var dead, streak int64
+	multi := false // at least two distinct slot keys
+	k0 := r.Cands[0].Key()
+	rows := sc.rows[:0]
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -245,16 +249,8 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 		}
 		sc.need[i] = all || sc.in[i]
 		if sc.need[i] {
-			sc.rows = append(sc.rows, i)
+			rows = append(rows, i)
 		}
-	}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t, &sc.memo)
-	var excl health.NodeID
-	hasExcl := r.Exclude != excl
-	var dead, streak int64
-	multi := false // at least two distinct slot keys
-	k0 := r.Cands[0].Key()
-	for i := range r.Cands {
 		c := &r.Cands[i]
 		c.Winner = false
 		multi = multi || i > 0 && c.Key() != k0
@@ -262,6 +258,10 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 			dead++
 		}
 	}
+	sc.rows = rows
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t, &sc.memo)
+	var excl health.NodeID
+	hasExcl := r.Exclude != excl
 	clear(sc.health)
 	clear(sc.clean)
 	for _, i := range sc.rows {
@@ -277,7 +277,7 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 	sc.dead, sc.streak, sc.multi = dead, streak, multi
 	sc.utilities(r.Cands, sc.in, sc.need, sc.rows)
 
-	if init && !sc.anyMember(r) {
+	if init && !member {
 		// No member is available: serve outside the pool (the Apply may
 		// replace members below) rather than refuse the flow.
 		for i := range sc.in {
