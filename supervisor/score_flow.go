@@ -39,7 +39,7 @@ type scoreFlow struct {
 	base      time.Time    // monotonic origin of last
 	last      atomic.Int64 // nanoseconds since base of the last publication; -1: none yet
 	tx, rx    atomic.Int64 // bytes since the last publication
-	sent      atomic.Bool  // some client data was accepted up
+	sent      atomic.Bool  // the relay took client data to send up (accepted from the client)
 	responded atomic.Bool  // a response byte arrived
 }
 
@@ -84,12 +84,24 @@ func (sf *scoreFlow) setup(at time.Time) {
 	}
 }
 
+// sending notes that the relay took client data to send up: the client's
+// bytes, accepted from the client, whether or not the upstream has taken
+// them yet. A protocol that sends its request header at dial time (VLESS)
+// lets a server that ends the stream on the header alone close before the
+// relay's write of the client's first bytes returns; that end still comes
+// after the client's data.
+func (sf *scoreFlow) sending() {
+	if !sf.sent.Load() {
+		sf.sent.Store(true)
+	}
+}
+
 // up counts n bytes the upstream accepted; down n bytes it delivered.
 func (sf *scoreFlow) up(n int64) {
 	if n <= 0 {
 		return
 	}
-	sf.sent.Store(true)
+	sf.sending()
 	sf.tx.Add(n)
 	sf.maybePublish(false)
 }
@@ -221,9 +233,10 @@ func localRefusal(err error) bool {
 //   - an error on the client's side cancels (neutral: a reset, an abort,
 //     a broken pipe; the relay classified it for health already);
 //   - an error on the upstream's side fails with that error;
-//   - the upstream's end of stream after the client's data was sent and
-//     before any response byte fails as a silent target
-//     (plane.ErrNoResponse, an I/O failure of the flow's target);
+//   - the upstream's end of stream after the relay took client data to
+//     send up (not only once the upstream accepted it) and before any
+//     response byte fails as a silent target (plane.ErrNoResponse, an I/O
+//     failure of the flow's target);
 //   - any other end of stream settles, the client's own after a response
 //     (a client that closed before any response cancels: it proves
 //     nothing of the upstream);
@@ -277,6 +290,9 @@ func (c *scoreConn) Read(p []byte) (int, error) {
 }
 
 func (c *scoreConn) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		c.sf.sending()
+	}
 	n, err := c.Conn.Write(p)
 	c.sf.up(int64(n))
 	return n, err

@@ -261,6 +261,59 @@ func TestASilentUpstreamEndOfStreamFails(t *testing.T) {
 	}
 }
 
+// A server that ends the stream on a request header sent at dial time
+// (VLESS's, which Xray routes to a blackhole) closes while the relay's
+// write of the client's first bytes is still under way: the end of stream
+// came after the client's data all the same, so the flow fails as a
+// silent target rather than settling.
+func TestASilentEndDuringTheClientsFirstWriteFails(t *testing.T) {
+	a := &fakeAttempt{}
+	out := dialFunc(func(context.Context, netx.Flow) (net.Conn, error) {
+		x, y := net.Pipe()
+		go io.Copy(io.Discard, y)
+		return &headerOnlyConn{Conn: x, entered: make(chan struct{}), closed: make(chan struct{})}, nil
+	})
+	ch := &scoreChooser{leaves: []*plane.Target{fakeLeaf("a", out)}, attempts: [][]*fakeAttempt{{a}}}
+	relayThrough(t, scoreConnector(ch), func(c net.Conn) {
+		c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+		io.Copy(io.Discard, c)
+		c.Close()
+	})
+	wantEvents(t, a, "begin", "setup", "fail")
+	if _, tx, _, err := a.seen(); !errors.Is(err, plane.ErrNoResponse) || tx != 0 {
+		t.Fatalf("failed with %v after %d bytes up, want ErrNoResponse with none accepted", err, tx)
+	}
+}
+
+// headerOnlyConn is an upstream that took its request at dial time: its
+// first Write never completes (the server reads no more) and its Read ends
+// the stream once that write began; Close ends the write.
+type headerOnlyConn struct {
+	net.Conn
+	entered, closed chan struct{}
+	enter, close    sync.Once
+}
+
+func (c *headerOnlyConn) Write([]byte) (int, error) {
+	c.enter.Do(func() { close(c.entered) })
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *headerOnlyConn) Read([]byte) (int, error) {
+	select {
+	case <-c.entered:
+		return 0, io.EOF
+	case <-c.closed:
+		return 0, net.ErrClosed
+	}
+}
+
+func (c *headerOnlyConn) Close() error {
+	c.close.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
 // The relay's client-side errors (a reset, a broken pipe) and an owner's
 // stop cancel; an idle end without a response cancels, with one settles.
 func TestClientSideAndOwnerEndsCancel(t *testing.T) {

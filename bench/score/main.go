@@ -58,7 +58,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.work, "work", os.Getenv("BENCH_WORK"), "folder for the configs and logs (env BENCH_WORK; default a new temporary one)")
 	fs.StringVar(&c.out, "out", os.Getenv("BENCH_OUT"), "also write the report to this file (env BENCH_OUT)")
 	fs.StringVar(&policies, "policies", benchkit.EnvString("BENCH_POLICIES", "urltest,score"), "the group's policies, one run each, in order (env BENCH_POLICIES)")
-	fs.IntVar(&c.lead, "lead", benchkit.EnvInt("BENCH_LEAD", 4), "rounds to the open sites only, before the rounds to every site (env BENCH_LEAD)")
+	fs.IntVar(&c.lead, "lead", benchkit.EnvInt("BENCH_LEAD", 0), "rounds to the open sites only, before the rounds to every site: a history of A serving them (env BENCH_LEAD; default none, a cold start)")
 	fs.IntVar(&c.rounds, "rounds", benchkit.EnvInt("BENCH_ROUNDS", 20), "rounds of flows per policy: one new flow to every site each (env BENCH_ROUNDS)")
 	fs.DurationVar(&c.delay, "delay", benchkit.EnvDuration("BENCH_DELAY", 50*time.Millisecond), "node B's link delay, each way (env BENCH_DELAY)")
 	fs.IntVar(&c.open, "open", benchkit.EnvInt("BENCH_OPEN", 4), "sites both nodes serve (env BENCH_OPEN)")

@@ -10,7 +10,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.rounds != 8 || strings.Join(c.policies, "|") != "score|urltest" || c.open != 4 || c.blocked != 2 || c.lead != 4 {
+	if c.rounds != 8 || strings.Join(c.policies, "|") != "score|urltest" || c.open != 4 || c.blocked != 2 || c.lead != 0 {
 		t.Fatalf("quick: %+v", c)
 	}
 	if c, err := parseFlags([]string{"-xray", "x", "-switchyard", "s", "-quick", "-rounds", "30"}); err != nil || c.rounds != 30 {

@@ -145,7 +145,7 @@ func (f *Flow) Response(at time.Time) {
 		f.compare(cmpResponse, at, float64(lat)/float64(time.Millisecond))
 	}
 	if rec {
-		f.e.budget.Recovered(f.bk, f.scope.Node)
+		f.e.budget.recovered(f.bk, f.scope.Node, f.rep.key.tgt)
 	}
 }
 
@@ -166,7 +166,7 @@ func (f *Flow) Progress(at time.Time, tx, rx int64) {
 	up, down := f.win.upBps, f.win.downBps
 	f.mu.Unlock()
 	if f.rep.progressObserved(at, tx, rx) {
-		f.e.budget.Recovered(f.bk, f.scope.Node)
+		f.e.budget.recovered(f.bk, f.scope.Node, f.rep.key.tgt)
 	}
 	if closed {
 		f.goodput(at, up, down)
@@ -248,10 +248,11 @@ func (f *Flow) Settle(at time.Time) {
 
 // Fail ends the flow with failure failure at at. A node-scoped failure
 // (or any failure of targetless work) counts toward the pool's early
-// replacement, fences the node's comparison evidence and, outside a
-// trial, backs off the node's trials in the scope; a target-scoped one
-// fences only that target's comparison cell. A trial settles failed (a
-// target refusal: refused, no trial outcome).
+// replacement, fences the node's comparison evidence and backs off the
+// node's trials in the scope; a target-scoped one fences only that
+// target's comparison cell and backs off only the node's trials on that
+// target. A trial settles failed with that provenance (a target refusal:
+// refused, no trial outcome and no backoff).
 func (f *Flow) Fail(at time.Time, failure Failure) {
 	if f.rep == nil {
 		return
@@ -274,10 +275,14 @@ func (f *Flow) Fail(at time.Time, failure Failure) {
 	switch {
 	case f.trial && failure.Kind == TargetRefused:
 		f.e.budget.Settle(f.res, TrialRefused)
-	case f.trial:
+	case f.trial && nodeScoped:
 		f.e.budget.Settle(f.res, TrialFailed)
+	case f.trial:
+		f.e.budget.Settle(f.res, TrialTargetFailed)
 	case nodeScoped:
 		f.e.budget.Failed(f.bk, f.scope.Node)
+	case failure.Kind != TargetRefused:
+		f.e.budget.targetFailed(f.bk, f.scope.Node, tgt)
 	}
 }
 

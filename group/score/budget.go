@@ -12,7 +12,8 @@ package score
 //	res := b.Walk(scope, selection, cands)  // the single optional-work path; or Reserve for one trial
 //	b.Begin(res.Reservation)                // node-specific work starts: spent
 //	b.Release(r) | b.Settle(r, outcome)     // refund if unbegun | answer a begun trial
-//	b.Failed(scope, node); b.Recovered(scope, node)   // real failures outside trials; scoped RX recovery
+//	b.Failed(scope, node); b.TargetFailed(scope, node, target)   // real failures outside trials
+//	b.Recovered(scope, node, target)        // genuine scoped RX opened recovery
 //	b.Wait(scope, usable, trial); b.Ledger(scope); b.Demand(group, network)   // read-only
 //	b.Reload(members)
 //
@@ -58,16 +59,37 @@ package score
 //   - One scope holds at most TrialsInFlight (64) unanswered trials; a
 //     full table refuses like exhausted credit.
 //   - The backoff after a real failure is 5 minutes, doubling with each
-//     consecutive real failure of the member in the scope, capped at
-//     6 hours (5, 10, 20, 40, 80, 160, 320 min, then 360); a trial
-//     success or genuine scoped RX opening recovery (Recovered) ends it.
+//     consecutive real failure, capped at 6 hours (5, 10, 20, 40, 80,
+//     160, 320 min, then 360). It follows the failure's provenance: a
+//     node-scoped failure (a TrialFailed trial, Failed) backs off the
+//     member for every trial in the scope; a target-scoped one (a
+//     TrialTargetFailed trial, TargetFailed) backs off only the member's
+//     trials on that business target, whatever their question, its
+//     consecutive failures counted per (member, target): a node that
+//     blackholes one site is still tried on the sites it serves, as the
+//     spec opens hard failure state for a target-path failure only in
+//     the exact target. Both still count as failed trial outcomes in the
+//     yield window. A target refusal (TrialRefused) backs off nothing. A
+//     trial success ends the member's backoff and that target's; genuine
+//     scoped RX opening recovery (Recovered) ends the member's and the
+//     flow's target's.
+//   - The (member, target) backoffs are a table of at most
+//     TargetBackoffs (64) entries per scope. A full table makes room by
+//     dropping an entry whose backoff already ended (only its streak is
+//     lost), else the one ending soonest: the least recently failed
+//     among equal streaks, and the least protection lost. 64 covers a
+//     node failing dozens of distinct sites in one scope at once; an
+//     evicted pair is tried again and, failing, backed off afresh. With
+//     BudgetScopes scopes the tables' worst case is 262,144 entries.
 //   - Bounds: BudgetScopes (4,096, the evidence tables' bound) scopes and
 //     as many (group, network) demand entries; scopes exist only for
 //     configured groups, and a full table drops the least recently used.
 //     Member state lives only for configured members of the scope's group.
 //
 // Membership: Reload keeps every retained scope's n, B, E, V and demand,
-// forgets its trial outcomes (the yield window), refunds unbegun
+// the backoffs (the member's and its per-target ones) of members still
+// configured at the same incarnation, forgets its trial outcomes (the
+// yield window) and the backoffs of members that left, refunds unbegun
 // reservations of members that left (or changed incarnation) and keeps
 // begun trials in flight until they settle or expire. A trial settling
 // after a reload always counts in the historical counters, but moves the
@@ -104,6 +126,7 @@ const (
 	ReserveTTL       = 30 * time.Second
 	TrialTTL         = 10 * time.Minute
 	TrialsInFlight   = 64
+	TargetBackoffs   = 64 // (member, target) backoffs per scope
 )
 
 // Refusals of Reserve and Begin.
@@ -162,9 +185,10 @@ type TrialOutcome uint8
 
 const (
 	TrialSucceeded    TrialOutcome = iota + 1
-	TrialFailed                    // a real failure: yield and backoff
+	TrialFailed                    // a real node-scoped failure: yield and the member's backoff
 	TrialRefused                   // a target refusal: not a trial outcome here
 	TrialInconclusive              // missing traffic or neutral cancellation
+	TrialTargetFailed              // a real target-scoped failure: yield and the (member, target) backoff
 )
 
 // Reservation is one funded, not yet settled trial. The zero Reservation
@@ -172,6 +196,7 @@ const (
 type Reservation struct {
 	key BudgetKey
 	tk  trialKey
+	tgt target // the business target (a qualification trial's too)
 	id  uint64
 }
 
@@ -383,46 +408,54 @@ func seenKey(ks []BudgetKey, k BudgetKey) bool {
 // (ErrPaused) and a trial the inequality V + R ≤ B + ⌊E⌋ cannot fund
 // (ErrNoCredit).
 func (b *Budget) Reserve(k BudgetKey, usable bool, t Trial) (Reservation, error) {
-	tk, err := trialKeyOf(t)
+	tk, tgt, err := trialKeyOf(t)
 	if err != nil {
 		return Reservation{}, err
 	}
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.reserveLocked(k, usable, tk, now, false)
+	return b.reserveLocked(k, usable, tk, tgt, now, false)
 }
 
-func trialKeyOf(t Trial) (trialKey, error) {
+// trialKeyOf returns t's unanswered-trial identity and its normalized
+// business target (zero for targetless work; a qualification trial's
+// target names only its target backoff, so a bad one is no error).
+func trialKeyOf(t Trial) (trialKey, target, error) {
 	tk := trialKey{node: t.Node, q: t.Question}
-	if t.Question == Qualification {
-		return tk, nil
-	}
 	tgt, _, err := normalizeTarget(t.Target)
+	if t.Question == Qualification {
+		if err != nil {
+			tgt = target{}
+		}
+		return tk, tgt, nil
+	}
 	tk.tgt = tgt
-	return tk, err
+	return tk, tgt, err
 }
 
-// reserveLocked admits tk in k; with dry it only classifies.
-func (b *Budget) reserveLocked(k BudgetKey, usable bool, tk trialKey, now int64, dry bool) (Reservation, error) {
+// reserveLocked admits tk on business target tgt in k; with dry it only
+// classifies.
+func (b *Budget) reserveLocked(k BudgetKey, usable bool, tk trialKey, tgt target, now int64, dry bool) (Reservation, error) {
 	inc, ok := b.members[member{k.Group, tk.node}]
 	if !ok {
 		return Reservation{}, ErrNotMember
 	}
 	w := b.wallet(k)
 	w.expire(now)
-	return b.reserveIn(w, k, tk, inc, usable, now, dry)
+	return b.reserveIn(w, k, tk, tgt, inc, usable, now, dry)
 }
 
-// reserveIn admits tk of a member at incarnation inc in k's swept wallet w.
-func (b *Budget) reserveIn(w *wallet, k BudgetKey, tk trialKey, inc uint64, usable bool, now int64, dry bool) (Reservation, error) {
+// reserveIn admits tk on business target tgt of a member at incarnation
+// inc in k's swept wallet w.
+func (b *Budget) reserveIn(w *wallet, k BudgetKey, tk trialKey, tgt target, inc uint64, usable bool, now int64, dry bool) (Reservation, error) {
 	tk.inc = inc
-	if err := w.admit(tk, inc, usable, now, w.reserved, len(w.trials)); err != nil || dry {
+	if err := w.admit(tk, tgt, inc, usable, now, w.reserved, len(w.trials)); err != nil || dry {
 		return Reservation{}, err
 	}
 	b.seq++
 	w.reserve(tk, trial{id: b.seq, inc: inc, deadline: now + int64(ReserveTTL)})
-	return Reservation{key: k, tk: tk, id: b.seq}, nil
+	return Reservation{key: k, tk: tk, tgt: tgt, id: b.seq}, nil
 }
 
 // Begin spends r when node-specific work starts, and advances the
@@ -470,7 +503,8 @@ func (b *Budget) Release(r Reservation) {
 // (refunded) instead. A begun trial counts in the historical counters;
 // while its member is still configured at the same incarnation it also
 // feeds the scope's yield (successes and failures only) and the member's
-// backoff (a failure extends it, a success ends it).
+// backoff (a failure extends the member's, or for a target-scoped one
+// only the (member, target) backoff; a success ends both).
 func (b *Budget) Settle(r Reservation, o TrialOutcome) {
 	now := b.now()
 	b.mu.Lock()
@@ -489,35 +523,7 @@ func (b *Budget) Settle(r Reservation, o TrialOutcome) {
 	}
 	w.drop(r.tk, tr)
 	inc, ok := b.members[member{r.key.Group, r.tk.node}]
-	w.settle(r.tk.node, o, ok && inc == tr.inc, inc, now)
-}
-
-// Failed records a real business failure of node in scope k outside a
-// trial: it extends the member's backoff.
-func (b *Budget) Failed(k BudgetKey, node health.NodeID) {
-	now := b.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	inc, ok := b.members[member{k.Group, node}]
-	if !ok {
-		return
-	}
-	if w := b.wallet(k); w != nil {
-		w.backoff(node, inc, now)
-	}
-}
-
-// Recovered ends node's backoff in scope k: genuine scoped RX opened its
-// recovery.
-func (b *Budget) Recovered(k BudgetKey, node health.NodeID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w := b.scopes[k]; w != nil {
-		if m, ok := w.members[node]; ok {
-			m.streak, m.until = 0, 0
-			w.members[node] = m
-		}
-	}
+	w.settle(r.tk.node, r.tgt, o, ok && inc == tr.inc, inc, now)
 }
 
 // Reload commits a new configuration: see the section above.

@@ -198,7 +198,7 @@ func TestBudgetInequalityProperty(t *testing.T) {
 				h.clk.Advance(time.Duration(rng.Int64N(int64(20 * time.Minute))))
 			case op < 97:
 				h.b.Failed(k, node(1+rng.IntN(12)))
-				h.b.Recovered(k, node(1+rng.IntN(12)))
+				h.b.Recovered(k, node(1+rng.IntN(12)), netx.Addr{})
 			default:
 				ms := []score.Member{}
 				for _, m := range cfg {

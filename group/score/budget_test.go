@@ -367,7 +367,7 @@ func TestBackoff(t *testing.T) {
 	// A real business failure backs off too; recovery RX ends it.
 	h.b.Failed(kV4, node(1))
 	h.refused(kV4, false, qual(1), score.ErrBackedOff)
-	h.b.Recovered(kV4, node(1))
+	h.b.Recovered(kV4, node(1), netx.Addr{})
 	h.reserve(kV4, false, qual(1))
 }
 

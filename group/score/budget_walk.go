@@ -80,11 +80,11 @@ func (b *Budget) Walk(k BudgetKey, sel Selection, cands []Challenger) WalkResult
 		if !c.dispatchable(sel) {
 			continue
 		}
-		tk, err := c.trialKey()
+		tk, tgt, err := c.trialKey()
 		if err != nil {
 			continue
 		}
-		r, err := b.reserveIn(w, k, tk, c.inc, sel.Usable, now, blocked)
+		r, err := b.reserveIn(w, k, tk, tgt, c.inc, sel.Usable, now, blocked)
 		if first {
 			res.Wait, first = err, false
 		}
@@ -142,14 +142,15 @@ func (c *Challenger) dispatchable(sel Selection) bool {
 	return c.member && c.Question != NoQuestion && (c.Question == Recovery || c.Completions+c.Unfinished+c.open < sel.Completions)
 }
 
-// trialKey is the unanswered-trial identity c's question would take.
-func (c *Challenger) trialKey() (trialKey, error) {
+// trialKey is the unanswered-trial identity c's question would take,
+// and its normalized business target.
+func (c *Challenger) trialKey() (trialKey, target, error) {
 	if c.ntgt != nil {
 		tk := trialKey{node: c.Node, q: c.Question}
 		if c.Question != Qualification {
 			tk.tgt = *c.ntgt
 		}
-		return tk, nil
+		return tk, *c.ntgt, nil
 	}
 	return trialKeyOf(Trial{Node: c.Node, Question: c.Question, Target: c.Target})
 }
@@ -199,7 +200,7 @@ func (b *Budget) Preview(k BudgetKey, sel Selection, cands []Challenger, anyTarg
 		}
 	}
 	admit := func(w *wallet, c *Challenger) error {
-		tk, err := c.trialKey()
+		tk, tgt, err := c.trialKey()
 		if err != nil {
 			return err
 		}
@@ -211,7 +212,7 @@ func (b *Budget) Preview(k BudgetKey, sel Selection, cands []Challenger, anyTarg
 				}
 			}
 		}
-		return w.admit(tk, c.inc, sel.Usable, now, reserved, open)
+		return w.admit(tk, tgt, c.inc, sel.Usable, now, reserved, open)
 	}
 	blocked := error(nil)
 	for i := range cands {

@@ -1,8 +1,6 @@
 package score
 
 import (
-	"math"
-
 	"switchyard/health"
 )
 
@@ -17,6 +15,7 @@ type wallet struct {
 	trials   map[trialKey]trial
 	expiry   int64 // earliest trial deadline, or 0
 	members  map[health.NodeID]memberState
+	tback    map[memberTarget]targetBackoff // at most TargetBackoffs; nil until the first
 	used     int64
 	hist     TrialCounts
 }
@@ -82,14 +81,15 @@ func (w *wallet) member(node health.NodeID, inc uint64) memberState {
 	return m
 }
 
-// admit checks tk against the in-flight rule, the backoff, the pause and
-// the inequality, with reserved unbegun reservations among open
-// unanswered trials.
-func (w *wallet) admit(tk trialKey, inc uint64, usable bool, now, reserved int64, open int) error {
+// admit checks tk on business target tgt against the in-flight rule,
+// the member's and the (member, target) backoff, the pause and the
+// inequality, with reserved unbegun reservations among open unanswered
+// trials.
+func (w *wallet) admit(tk trialKey, tgt target, inc uint64, usable bool, now, reserved int64, open int) error {
 	if tr, ok := w.trials[tk]; ok && now < tr.deadline {
 		return ErrInFlight
 	}
-	if m := w.member(tk.node, inc); now < m.until {
+	if m := w.member(tk.node, inc); now < m.until || w.targetBackedOff(tk.node, tgt, inc, now) {
 		return ErrBackedOff
 	}
 	if usable && tk.q != Recovery {
@@ -161,13 +161,14 @@ func (w *wallet) expire(now int64) {
 	}
 }
 
-// settle records a begun trial's outcome; current tells whether its
-// member is still configured at the trial's incarnation.
-func (w *wallet) settle(node health.NodeID, o TrialOutcome, current bool, inc uint64, now int64) {
+// settle records a begun trial's outcome on business target tgt; current
+// tells whether its member is still configured at the trial's
+// incarnation.
+func (w *wallet) settle(node health.NodeID, tgt target, o TrialOutcome, current bool, inc uint64, now int64) {
 	switch o {
 	case TrialSucceeded:
 		w.hist.Succeeded++
-	case TrialFailed:
+	case TrialFailed, TrialTargetFailed:
 		w.hist.Failed++
 	case TrialRefused:
 		w.hist.Refused++
@@ -180,28 +181,14 @@ func (w *wallet) settle(node health.NodeID, o TrialOutcome, current bool, inc ui
 	switch o {
 	case TrialSucceeded:
 		w.succ.add(now, TrialHalfLife, 1)
-		m := w.member(node, inc)
-		m.streak, m.until = 0, 0
-		w.members[node] = m
+		w.recovered(node, tgt, inc)
 	case TrialFailed:
 		w.fail.add(now, TrialHalfLife, 1)
 		w.backoff(node, inc, now)
+	case TrialTargetFailed:
+		w.fail.add(now, TrialHalfLife, 1)
+		w.targetBackoff(node, tgt, inc, now)
 	}
-}
-
-// backoff extends node's backoff after a real failure: BackoffBase
-// doubling per consecutive failure, capped at BackoffMax.
-func (w *wallet) backoff(node health.NodeID, inc uint64, now int64) {
-	m := w.member(node, inc)
-	if m.streak < math.MaxUint8 {
-		m.streak++
-	}
-	d := BackoffMax
-	if m.streak <= 7 {
-		d = min(BackoffBase<<(m.streak-1), BackoffMax)
-	}
-	m.until = now + int64(d)
-	w.members[node] = m
 }
 
 // reload forgets the yield, refunds unbegun reservations of departed
@@ -219,6 +206,11 @@ func (w *wallet) reload(g GroupID, members map[member]uint64) {
 		// prunes it).
 		if inc, ok := members[member{g, node}]; (!ok || inc != m.inc) && m.open == 0 {
 			delete(w.members, node)
+		}
+	}
+	for mt, tb := range w.tback {
+		if inc, ok := members[member{g, mt.node}]; !ok || inc != tb.inc {
+			delete(w.tback, mt)
 		}
 	}
 }
@@ -271,7 +263,7 @@ func (w *wallet) live(now int64) (reserved int64, open int) {
 // refreshing anything: the readonly wait of a view. A scope not yet
 // created reads as a fresh one.
 func (b *Budget) Wait(k BudgetKey, usable bool, t Trial) error {
-	tk, err := trialKeyOf(t)
+	tk, tgt, err := trialKeyOf(t)
 	if err != nil {
 		return err
 	}
@@ -291,5 +283,5 @@ func (b *Budget) Wait(k BudgetKey, usable bool, t Trial) error {
 		return ErrNoCredit
 	}
 	reserved, open := w.live(now)
-	return w.admit(tk, inc, usable, now, reserved, open)
+	return w.admit(tk, tgt, inc, usable, now, reserved, open)
 }

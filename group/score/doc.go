@@ -59,24 +59,41 @@
 // real traffic).
 //
 // Utility is the blended success rate (View.Rate) plus PerfWeight (0.25)
-// times the performance heuristic: the mean, over the metrics that at
-// least one reference row has, of each row's normalized score. The
-// metrics are the probe RTT (the global aggregate's probe slot), setup
-// latency (begin → setup, from the node-level family aggregate),
-// response latency (first TX or setup → first response byte) and
-// up/down goodput (from the exact target, or the family aggregate for
-// targetless work). Each is normalized in its own scope, never pooled
-// with another as milliseconds: best/value for latencies, value/best
-// for goodput, the best taken over the serving pool's members
-// (serving-pool-relative). A metric is a bounded four-observation
-// WeightedMean (weights 4, 3, 2, 1, newest first) of its unexpired
-// observations: full confidence while the newest is at most 60 s old,
-// falling linearly to none at 120 s, when it expires whatever the
-// completion count. A row's score for a metric is conf·normalized +
-// (1 − conf)·0.5, a missing or expired metric scoring 0.5 (as if half as
-// good as the best: neither a win nor a loss). 0.25 keeps reliability
-// first: a full performance lead (0.125 against a missing metric's 0.5)
-// outweighs a 10-point success-rate gap only when it is complete.
+// times the performance heuristic: the mean, over the comparable
+// metrics, of each row's normalized score. The metrics are the probe RTT
+// (the global aggregate's probe slot), setup latency (begin → setup, from
+// the node-level family aggregate), response latency (first TX or setup
+// → first response byte) and up/down goodput (from the exact target, or
+// the family aggregate for targetless work). Each is normalized in its
+// own scope, never pooled with another as milliseconds: best/value for
+// latencies, value/best for goodput, the best taken over the serving
+// pool's members (serving-pool-relative). A metric is a bounded
+// four-observation WeightedMean (weights 4, 3, 2, 1, newest first) of its
+// unexpired observations: full confidence while the newest is at most
+// 60 s old, falling linearly to none at 120 s, when it expires whatever
+// the completion count.
+//
+// The probe is the baseline. The spec: "configured probe RTT supplies a
+// baseline; fresh comparable target response and directional goodput can
+// override it". So the probe RTT counts when some reference row has one;
+// every other metric counts only when comparable, measured on at least
+// two reference rows (one row's lone measurement is its own best and says
+// nothing of the others). A row's score for a counted metric is
+// conf·normalized + (1 − conf)·baseline, a missing or expired metric
+// scoring the baseline: the row's own normalized probe score, or 0.5 (as
+// if half as good as the best: neither a win nor a loss) without a valid
+// probe. Only the probe's normalized score carries over, never its
+// milliseconds. Before this, a flat 0.5 for a missing metric and a lone
+// measurement's 1.0 made a node measured fifty times slower to the probe
+// and on setup read as the better performer on the targets only it had
+// served (the faster node unmeasured there), and as half as good as the
+// best on the others — so a fast node whose aggregate carried other
+// targets' target-path failures (numerically, as the spec keeps them)
+// lost, on a 0.002 utility difference, targets it had served cleanly.
+// 0.25 keeps reliability first: the largest performance lead, 0.25
+// (every metric best against a row far behind on all of them, its probe
+// too), outweighs at most a 25-point success-rate gap, and 0.125 against
+// a row with no probe and no measurement.
 //
 // The ordinary selection follows the (group, network, family, target)
 // history's incumbent:
@@ -173,10 +190,14 @@
 // (goodput.go), and at its end settles the trial (success with eligible
 // RX, else inconclusive; failed; a target refusal refused), tells the
 // pool (NodeOK on a useful completion, NodeFailed on a node-scoped
-// failure), backs the node off outside a trial on a node-scoped failure
-// (Budget.Failed) and fences the comparison cells the failure
-// invalidates. Eligible RX on a cell in hard state, strictly after its
-// fence, ends the node's backoff (Budget.Recovered). Trials' elapsed and
+// failure), backs off the node's trials after a real failure as its
+// provenance says — every trial in the scope after a node-scoped one
+// (Budget.Failed, or a TrialFailed trial), only those on the flow's
+// target after a target-scoped one (Budget.TargetFailed, or a
+// TrialTargetFailed trial; a target refusal backs off nothing) — and
+// fences the comparison cells the failure invalidates. Eligible RX on a
+// cell in hard state, strictly after its fence, ends the node's backoff
+// and its backoff on the flow's target (Budget.Recovered). Trials' elapsed and
 // setup time are the budget's cost counters.
 //
 // Measured (amd64, a 2-core machine shared with other builds, no race

@@ -17,8 +17,9 @@ const (
 	// HoldSupport is the support (decayed completions, the largest
 	// layer's) at which an incumbent's protection is mature.
 	HoldSupport = 2 * Qualify
-	// missingPerf is a missing or expired metric's normalized score: as
-	// if half as good as the best, neither a win nor a loss.
+	// missingPerf is a missing or expired metric's normalized score for
+	// a row without a valid probe: as if half as good as the best,
+	// neither a win nor a loss.
 	missingPerf = 0.5
 )
 
@@ -31,10 +32,12 @@ func holdMargin(s float64) float64 { return HoldMargin * min(1, s/HoldSupport) }
 // (the serving pool's members, or every candidate before the pool
 // exists): probe RTT, setup latency, response latency (lower is better)
 // and up/down goodput (higher is better), each weighted by its
-// confidence, a missing or expired one scoring missingPerf.
+// confidence. What a row lacks of a metric (all of it when missing or
+// expired, the confidence it lost when aging) scores its probe baseline.
 func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int) {
 	var best [nMetrics + 1]float64
 	var have [nMetrics + 1]bool
+	var rowsWith [nMetrics + 1]int
 	for _, i := range rows {
 		if !ref[i] {
 			continue
@@ -44,10 +47,17 @@ func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int
 			if !ok {
 				continue
 			}
+			rowsWith[m]++
 			if !have[m] || metricBetter(m, v, best[m]) {
 				best[m], have[m] = v, true
 			}
 		}
+	}
+	// A measured metric overrides the probe baseline only where it is
+	// comparable: measured on at least two reference rows. One row's
+	// lone measurement is its own best, which says nothing of the others.
+	for m := range int(nMetrics) {
+		have[m] = have[m] && rowsWith[m] >= 2
 	}
 	for i := range cands {
 		if !need[i] {
@@ -55,6 +65,7 @@ func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int
 		}
 	}
 	for _, i := range rows {
+		base := sc.probeBaseline(i, have[probeMetric], best[probeMetric])
 		var sum float64
 		var k int
 		for m := range int(nMetrics) + 1 {
@@ -64,10 +75,10 @@ func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int
 			k++
 			v, conf, ok := sc.metric(i, m)
 			if !ok {
-				sum += missingPerf
+				sum += base
 				continue
 			}
-			sum += conf*ratio(m, v, best[m]) + (1-conf)*missingPerf
+			sum += conf*ratio(m, v, best[m]) + (1-conf)*base
 		}
 		perf := missingPerf
 		if k > 0 {
@@ -77,6 +88,23 @@ func (sc *rankScratch) utilities(cands []Candidate, ref, need []bool, rows []int
 		sc.util[i] = sc.views[i].Rate + PerfWeight*perf
 		cands[i].Utility = sc.util[i]
 	}
+}
+
+// probeBaseline is row i's score for what it lacks of a metric: its own
+// normalized probe RTT (against best, the reference rows' best, when
+// some row has one), or missingPerf without a valid probe. The spec: the
+// configured probe RTT supplies a baseline, which fresh comparable
+// target response and goodput override. Only the probe's normalized
+// score, a ratio within its own scope, carries over, never its
+// milliseconds: a member measured 50 times slower to the probe does not
+// read as half as good as the best on a target it has not served yet.
+func (sc *rankScratch) probeBaseline(i int, have bool, best float64) float64 {
+	if have {
+		if v, _, ok := sc.metric(i, probeMetric); ok {
+			return ratio(probeMetric, v, best)
+		}
+	}
+	return missingPerf
 }
 
 // probeMetric is the index of the probe RTT among sc.metric's metrics.
