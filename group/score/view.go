@@ -62,13 +62,8 @@ func (m *decayMemo) factor(at, now int64) float64 {
 	return m.f
 }
 
-// layerInto writes cell c's Layer at now into l (nil: the zero Layer).
-func layerInto(l *Layer, c *cell, now int64) {
-	var m decayMemo
-	layerMemo(l, c, now, &m)
-}
-
-// layerMemo is layerInto with a view's shared decay factor.
+// layerMemo writes cell c's Layer at now into l (nil: the zero Layer),
+// with a view's shared decay factor m.
 func layerMemo(l *Layer, c *cell, now int64, m *decayMemo) {
 	if c == nil {
 		*l = Layer{}
