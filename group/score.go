@@ -51,7 +51,12 @@ func targetFamily(a netx.Addr) netx.Family {
 // balancer, or that has no node identity, is no candidate: there is
 // nothing to score.
 func (m *Manager) candidates(w *walker, g *grp, net, fam int, sc *scoreScratch) {
-	sc.req.Cands, sc.mis, sc.lis = sc.req.Cands[:0], sc.mis[:0], sc.lis[:0]
+	// Local slices, stored back once: appending through sc's fields would
+	// store a slice header (a pointer) into the pooled scratch per member.
+	cands, mis, lis := sc.req.Cands[:0], sc.mis[:0], sc.lis[:0]
+	if n := len(g.members); cap(cands) < n || cap(mis) < n || cap(lis) < n {
+		cands, mis, lis = make([]score.Candidate, 0, n), make([]int32, 0, n), make([]int32, 0, n)
+	}
 	p, r := w.quiet()
 	for i := range g.members {
 		mi := int32(i)
@@ -67,13 +72,21 @@ func (m *Manager) candidates(w *walker, g *grp, net, fam int, sc *scoreScratch) 
 		if m.leaves[li].Node.IsZero() {
 			continue
 		}
-		c := score.Candidate{Node: m.leaves[li].Node, Eligible: x == exOK}
+		// Written in place field by field: the row's Subgroup (the only
+		// pointer) is stored only when it changes.
+		cands = cands[:len(cands)+1]
+		c := &cands[len(cands)-1]
+		c.Node, c.Eligible, c.Utility, c.ProbeRTT, c.Winner = m.leaves[li].Node, x == exOK, 0, 0, false
+		tag := ""
 		if e.kind == kindGroup {
-			c.Subgroup = e.tag
+			tag = e.tag
 		}
-		sc.req.Cands = append(sc.req.Cands, c)
-		sc.mis, sc.lis = append(sc.mis, mi), append(sc.lis, li)
+		if c.Subgroup != tag {
+			c.Subgroup = tag
+		}
+		mis, lis = append(mis, mi), append(lis, li)
 	}
+	sc.req.Cands, sc.mis, sc.lis = cands, mis, lis
 	w.loud(p, r)
 }
 

@@ -121,6 +121,7 @@ type compareStore struct {
 	bytes int64
 	tick  int64
 	gen   uint64 // moves with every change a pair read depends on
+	shape uint64 // moves with every cell inserted or removed (cmpMemo)
 }
 
 func newCompareStore() *compareStore {
@@ -159,6 +160,7 @@ func (s *compareStore) cell(k cmpKey, width int64, admit bool) *cmpCell {
 		return nil // refused: the evidence stays unknown
 	}
 	c := &cmpCell{key: k, width: width, used: s.tick}
+	s.shape++
 	s.cells[k] = c
 	s.vec = append(s.vec, c)
 	o := k.owner()
@@ -196,6 +198,7 @@ func (s *compareStore) remove(c *cmpCell) {
 	}
 	s.bytes -= cellBytes(c.key)
 	s.gen++
+	s.shape++
 }
 
 // add records sample v of metric m at at from reporter id.
@@ -262,6 +265,7 @@ func (s *compareStore) reset() {
 	s.vec = s.vec[:0]
 	s.bytes = 0
 	s.gen++
+	s.shape++
 }
 
 // side is one side of a metric over the shared blocks.
@@ -324,11 +328,36 @@ type pairResult struct {
 // noCut reads every shared live block: no freshness cut.
 const noCut = math.MinInt64
 
-// compare returns the gains of metric m of c over i on their shared live
-// blocks at now that start after after.
-func comparePair(i, c *cmpCell, now int64, probe bool, after int64) [nCmp]metricGain {
-	out, _, _ := comparePairShared(i, c, now, probe, after)
-	return out
+// probeResponse is the response gain of probe cell c over probe cell i
+// on their shared live blocks at now that start after after: what
+// comparePairShared's response metric is for a probe pair, with the
+// cohort's expiry checked before any block is read and no other metric
+// summed (a probe cohort settles the response only).
+func probeResponse(i, c *cmpCell, now int64, after int64) metricGain {
+	if min(i.latest, c.latest)+int64(max(BlockExpiry, time.Duration(i.width))) <= now {
+		return metricGain{}
+	}
+	var si, sc side
+	for bi := range i.blocks {
+		b := &i.blocks[bi]
+		if b.start == 0 || b.start <= after || !blockLive(b.start, i.width, now, true) {
+			continue
+		}
+		for bj := range c.blocks {
+			if c.blocks[bj].start == b.start {
+				si.add(&b.m[cmpResponse])
+				sc.add(&c.blocks[bj].m[cmpResponse])
+			}
+		}
+	}
+	if !si.known() || !sc.known() {
+		return metricGain{}
+	}
+	a, b := si.mean(), sc.mean()
+	if a <= 0 {
+		return metricGain{}
+	}
+	return metricGain{gain: (a - b) / a, known: true}
 }
 
 // sharedSides sums both cells' metrics over their shared live blocks at

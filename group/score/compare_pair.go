@@ -80,9 +80,44 @@ func responseDetail(i, c *cmpCell, now int64, probe bool) (d respDetail, ok bool
 // its actual values and its expiry (pairResult.resp): what a readonly
 // relation reports.
 func (s *compareStore) pair(group GroupID, net netx.Network, fam netx.Family, i, c health.NodeID, tgt target, hasTarget bool, now, after int64, detail bool) pairResult {
-	ref := s.lockRef(group, net, fam, i, tgt, hasTarget, now)
+	ref := s.lockRef(group, net, fam, i, tgt, hasTarget, now, nil, 0)
 	defer ref.unlock()
 	return ref.pair(c, after, detail)
+}
+
+// cmpMemoSlots bounds a memo row: the exact cell, the common targets and
+// the probe cohorts of one incumbent; an incumbent with more is read
+// without the memo.
+const cmpMemoSlots = 24
+
+// cmpMemo remembers, for one incumbent's batch (its group, network,
+// family, node and target), the incumbent's cells and, per rank row, the
+// challenger's cell matching each of them: valid while the store inserted
+// or removed no cell (its shape), so a later rank against the same
+// incumbent skips the lookups. It holds cell pointers, never values:
+// every value is read again at the rank's time, under the store's lock.
+type cmpMemo struct {
+	valid     bool
+	s         *compareStore
+	shape     uint64
+	key       cmpKey // the incumbent's exact key (tgt empty without a target)
+	hasTarget bool
+	exact     *cmpCell
+	common    []*cmpCell
+	probes    []*cmpCell
+	width     int // slots per row: 1 + len(common) + len(probes)
+	nodes     []health.NodeID
+	cells     []*cmpCell // rows × width
+	have      []bool     // rows × width: looked up (the cell may be nil)
+}
+
+// row selects row i (its challenger c) of a pair batch: a row remembered
+// for another challenger is forgotten.
+func (m *cmpMemo) row(i int, c health.NodeID) {
+	if m.nodes[i] != c {
+		m.nodes[i] = c
+		clear(m.have[i*m.width : (i+1)*m.width])
+	}
 }
 
 // pairRef is a batch of pair reads against one incumbent under one lock
@@ -97,18 +132,78 @@ type pairRef struct {
 	exact     *cmpCell   // the incumbent's exact cell, or nil
 	common    []*cmpCell // the incumbent's cells of the family
 	probes    []*cmpCell // the incumbent's probe cohorts
+	memo      *cmpMemo   // the rank's memo, or nil
+	base      int        // the current row's first memo slot (row)
+}
+
+// look returns the challenger's cell kc at memo slot j of the current
+// row (0: the exact target, 1+j: common target j, 1+len(common)+j: probe
+// cohort j).
+func (r *pairRef) look(j int, kc cmpKey) *cmpCell {
+	m := r.memo
+	if m == nil {
+		return r.s.cells[kc]
+	}
+	k := r.base + j
+	if !m.have[k] {
+		m.cells[k], m.have[k] = r.s.cells[kc], true
+	}
+	return m.cells[k]
+}
+
+// pairRow is pair for rank row i: the challenger's cells come from the
+// memo when it holds them.
+func (r *pairRef) pairRow(i int, c health.NodeID, after int64, detail bool) pairResult {
+	if m := r.memo; m != nil {
+		m.row(i, c)
+		r.base = i * m.width
+	}
+	res := r.pair(c, after, detail)
+	r.base = 0
+	return res
 }
 
 // lockRef locks the store and returns the batch of incumbent i's pairs;
 // the caller calls unlock.
-func (s *compareStore) lockRef(group GroupID, net netx.Network, fam netx.Family, i health.NodeID, tgt target, hasTarget bool, now int64) pairRef {
+//
+// m (nil: none) is the caller's memo over rows rows; a memo of another
+// incumbent or an older shape is refilled.
+func (s *compareStore) lockRef(group GroupID, net netx.Network, fam netx.Family, i health.NodeID, tgt target, hasTarget bool, now int64, m *cmpMemo, rows int) pairRef {
 	s.mu.Lock()
 	r := pairRef{s: s, group: group, net: net, fam: fam, hasTarget: hasTarget, now: now}
+	key := cmpKey{group: group, node: i, net: net, fam: uint8(fam)}
 	if hasTarget {
-		r.exact = s.cells[cmpKey{group: group, node: i, net: net, fam: uint8(fam), tgt: tgt}]
+		key.tgt = tgt
+	}
+	if m != nil && m.valid && m.s == s && m.shape == s.shape && m.hasTarget == hasTarget && m.key == key && len(m.nodes) == rows {
+		r.exact, r.common, r.probes, r.memo = m.exact, m.common, m.probes, m
+		return r
+	}
+	if hasTarget {
+		r.exact = s.cells[key]
 	}
 	r.common = s.nodes[cmpNode{group, i, net, uint8(fam)}]
 	r.probes = s.nodes[cmpNode{group, i, net, noFamily}]
+	if m == nil {
+		return r
+	}
+	m.valid = false
+	w := 1 + len(r.common) + len(r.probes)
+	if w > cmpMemoSlots {
+		return r
+	}
+	m.valid, m.s, m.shape, m.key, m.hasTarget = true, s, s.shape, key, hasTarget
+	m.exact, m.common, m.probes, m.width = r.exact, r.common, r.probes, w
+	if cap(m.nodes) < rows {
+		m.nodes = make([]health.NodeID, rows)
+	}
+	if cap(m.cells) < rows*w {
+		m.cells, m.have = make([]*cmpCell, rows*w), make([]bool, rows*w)
+	}
+	m.nodes, m.cells, m.have = m.nodes[:rows], m.cells[:rows*w], m.have[:rows*w]
+	clear(m.nodes)
+	clear(m.have)
+	r.memo = m
 	return r
 }
 
@@ -116,13 +211,13 @@ func (r *pairRef) unlock() { r.s.mu.Unlock() }
 
 // pair is compareStore.pair of challenger c under the batch's lock.
 func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
-	s, now := r.s, r.now
+	now := r.now
 	var res pairResult
 	var exactC *cmpCell // the challenger's cell of the exact target, looked up once
 	if r.exact != nil {
 		kc := r.exact.key
 		kc.node = c
-		exactC = s.cells[kc]
+		exactC = r.look(0, kc)
 		if ci, cc := r.exact, exactC; cc != nil {
 			g, _, rep := comparePairShared(ci, cc, now, false, after)
 			res.reporters = rep
@@ -144,7 +239,7 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		cc   *cmpCell
 	}
 	np := 0
-	for _, ci := range r.common {
+	for j, ci := range r.common {
 		if ci.key.cadence != 0 {
 			continue
 		}
@@ -154,7 +249,7 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		} else {
 			kc := ci.key
 			kc.node = c
-			cc = s.cells[kc]
+			cc = r.look(1+j, kc)
 		}
 		if cc == nil {
 			continue
@@ -220,19 +315,18 @@ func (r *pairRef) pair(c health.NodeID, after int64, detail bool) pairResult {
 		return res
 	}
 	// The configured-probe cohort of the same cadence.
-	for _, pi := range r.probes {
+	for j, pi := range r.probes {
 		if pi.key.cadence == 0 {
 			continue
 		}
 		kc := pi.key
 		kc.node = c
-		pc := s.cells[kc]
+		pc := r.look(1+len(r.common)+j, kc)
 		if pc == nil {
 			continue
 		}
-		g := comparePair(pi, pc, now, true, after)
-		if g[cmpResponse].known {
-			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g[cmpResponse]}, partial: res.partial, reporters: res.reporters}
+		if g := probeResponse(pi, pc, now, after); g.known {
+			pr := pairResult{basis: basisProbe, m: [nCmp]metricGain{cmpResponse: g}, partial: res.partial, reporters: res.reporters}
 			if detail {
 				pr.resp, _ = responseDetail(pi, pc, now, true)
 			}

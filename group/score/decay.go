@@ -51,10 +51,10 @@ func (e *evidence) add(i int, at int64, w float64) {
 	e.v[i] += w
 }
 
-// get returns the counts at now; a now before the latest event reads them
-// as of that event.
-func (e *evidence) get(now int64) [nCounts]float64 {
-	f := decayFactor(now - e.at)
+// scaled returns the counts at now given f = decayFactor(now − e.at),
+// computed by the caller (one view's layers share it); a now before the
+// latest event reads them as of that event (f = 1).
+func (e *evidence) scaled(f float64) [nCounts]float64 {
 	v := e.v
 	for j := range v {
 		v[j] *= f

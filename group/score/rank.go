@@ -34,6 +34,7 @@ type rankScratch struct {
 	rows   []int      // the evaluated rows (need), ascending
 	hist   *histEntry // decide's history entry: the commit's hint
 	memo   viewMemo   // rankViews' cells of the latest target
+	cmemo  cmpMemo    // decide's comparison cells of the latest incumbent
 
 	// selectOrdinary's results.
 	hasTarget    bool
@@ -235,8 +236,12 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 	if authorized {
 		due, rot, hasRot = p.due(at, r.Cands)
 	}
-	all := !init || due || r.Preflight || !sc.anyMember(r)
-	sc.rows = sc.rows[:0]
+	member := sc.anyMember(r) // the committed members, before any Apply
+	all := !init || due || r.Preflight || !member
+	var dead, streak int64
+	multi := false // at least two distinct slot keys
+	k0 := r.Cands[0].Key()
+	rows := sc.rows[:0]
 	for i := range sc.in {
 		if !init {
 			// Before the pool exists every candidate is a prospective
@@ -245,16 +250,8 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 		}
 		sc.need[i] = all || sc.in[i]
 		if sc.need[i] {
-			sc.rows = append(sc.rows, i)
+			rows = append(rows, i)
 		}
-	}
-	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t, &sc.memo)
-	var excl health.NodeID
-	hasExcl := r.Exclude != excl
-	var dead, streak int64
-	multi := false // at least two distinct slot keys
-	k0 := r.Cands[0].Key()
-	for i := range r.Cands {
 		c := &r.Cands[i]
 		c.Winner = false
 		multi = multi || i > 0 && c.Key() != k0
@@ -262,6 +259,10 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 			dead++
 		}
 	}
+	sc.rows = rows
+	e.scorer.rankViews(k, hasTarget, r.Cands, sc.rows, sc.views, t, &sc.memo)
+	var excl health.NodeID
+	hasExcl := r.Exclude != excl
 	clear(sc.health)
 	clear(sc.clean)
 	for _, i := range sc.rows {
@@ -277,7 +278,7 @@ func (e *Engine) selectOrdinary(at time.Time, r *Request, sc *rankScratch, tgt t
 	sc.dead, sc.streak, sc.multi = dead, streak, multi
 	sc.utilities(r.Cands, sc.in, sc.need, sc.rows)
 
-	if init && !sc.anyMember(r) {
+	if init && !member {
 		// No member is available: serve outside the pool (the Apply may
 		// replace members below) rather than refuse the flow.
 		for i := range sc.in {
@@ -439,13 +440,13 @@ func (e *Engine) decide(sc *rankScratch, r *Request, k exactKey, targeted bool) 
 	vi := &sc.views[ii]
 	bestC, bestP := -1, promotion{}
 	tradeoff, uCompared := false, false
-	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now)
+	ref := e.cmp.lockRef(k.group, k.net, k.fam, inc, k.tgt, targeted, sc.now, &sc.cmemo, len(r.Cands))
 	defer ref.unlock()
 	for _, c := range sc.rows { // clean is false outside them
 		if c == ii || !sc.clean[c] || !sc.in[c] || r.Cands[c].Node == inc {
 			continue
 		}
-		pr := ref.pair(r.Cands[c].Node, noCut, false)
+		pr := ref.pairRow(c, r.Cands[c].Node, noCut, false)
 		sc.pairs[c], sc.paired[c] = pr, true
 		pm := promote(vi, &sc.views[c], pr, targeted)
 		tradeoff = tradeoff || pm.tradeoff

@@ -83,7 +83,7 @@ func (s *Scorer) rankViews(k exactKey, hasTarget bool, cands []Candidate, rows [
 			e.sync(g)
 		}
 		rv := &out[i]
-		viewInto(&rv.View, g, f, e, now)
+		rankViewInto(&rv.View, g, f, e, now)
 		rv.degraded = 0
 		if e != nil {
 			rv.degraded = e.degraded
