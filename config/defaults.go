@@ -158,11 +158,9 @@ var (
 	// URL gives none.
 	dnsPorts = map[string]uint16{"udp": 53, "tcp": 53, "tls": 853, "https": 443}
 
-	// groupPolicies are the accepted group policies. A pending one would be
-	// documented in CONFIG.md but not built yet: it is refused as not
-	// available rather than accepted and run as something else.
-	groupPolicies   = []string{"selector", "urltest", "fallback", "loadbalance", "score"}
-	pendingPolicies = map[string]string{}
+	// groupPolicies are the accepted group policies: every one CONFIG.md
+	// documents.
+	groupPolicies = []string{"selector", "urltest", "fallback", "loadbalance", "score"}
 
 	// everyGroupKeys are the keys every policy takes; groupKeys are the
 	// others each policy takes. check_url is taken by a selector and

@@ -165,10 +165,6 @@ func (l *lowerer) groupPolicy(key string, v *string) string {
 	if !ok {
 		return ""
 	}
-	if why, pending := pendingPolicies[p]; pending {
-		l.errorf(key, "%q is not available yet: %s", p, why)
-		return ""
-	}
 	if !l.oneOf(key, p, groupPolicies) {
 		return ""
 	}
