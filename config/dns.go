@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"switchyard/ruleset"
 	"switchyard/spec"
 )
 
@@ -307,7 +308,7 @@ func (l *lowerer) fakeRange(key, text string, is4 bool, maxBits int) (netip.Pref
 	if is4 {
 		family, example = "IPv4", "198.18.0.0/15"
 	}
-	p, ok := parsePrefix(text)
+	p, ok := ruleset.ParsePrefix(text)
 	switch {
 	case !ok:
 		l.errorf(key, "%q is not an %s prefix (such as %q)", text, family, example)

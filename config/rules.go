@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"switchyard/ruleset"
 	"switchyard/spec"
 )
 
@@ -149,7 +150,7 @@ func (l *lowerer) regexes(key string, vs []string) []string {
 func (l *lowerer) prefixes(key string, vs []string) []netip.Prefix {
 	var out []netip.Prefix
 	eachString(key, vs, func(ekey, v string) {
-		p, ok := parsePrefix(v)
+		p, ok := ruleset.ParsePrefix(v)
 		if !ok {
 			l.errorf(ekey, "%q is not an IP prefix (such as \"10.0.0.0/8\", \"fd00::/8\") or an IP address", v)
 			return
@@ -157,26 +158,6 @@ func (l *lowerer) prefixes(key string, vs []string) []netip.Prefix {
 		out = append(out, p)
 	})
 	return out
-}
-
-func parsePrefix(s string) (netip.Prefix, bool) {
-	var p netip.Prefix
-	if strings.Contains(s, "/") {
-		var err error
-		if p, err = netip.ParsePrefix(s); err != nil {
-			return netip.Prefix{}, false
-		}
-	} else {
-		ip, err := netip.ParseAddr(s)
-		if err != nil || ip.Zone() != "" {
-			return netip.Prefix{}, false
-		}
-		p = netip.PrefixFrom(ip, ip.BitLen())
-	}
-	if ip := p.Addr(); ip.Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(ip.Unmap(), p.Bits()-96)
-	}
-	return p.Masked(), true
 }
 
 func (l *lowerer) ports(key string, vs []int64) []uint16 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"switchyard/ruleset"
 	"switchyard/spec"
 )
 
@@ -172,7 +173,7 @@ func (l *lowerer) allowedIPs(key string, vs []string) []netip.Prefix {
 	}
 	var out []netip.Prefix
 	eachString(key, vs, func(ekey, v string) {
-		p, ok := parsePrefix(v)
+		p, ok := ruleset.ParsePrefix(v)
 		switch {
 		case !ok:
 			l.errorf(ekey, "%q is not an IP prefix (such as \"10.0.0.0/8\", \"fd00::/8\") or an IP address", v)

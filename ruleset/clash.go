@@ -172,7 +172,7 @@ func parseClashIPCIDR(data []byte) ([]headless, error) {
 	}
 	h := headless{line: 1}
 	for _, e := range es {
-		p, ok := parsePrefix(e.text)
+		p, ok := ParsePrefix(e.text)
 		if !ok {
 			return nil, errAt(e.line, "%q is not an IP prefix or address", clip(e.text))
 		}
@@ -243,7 +243,7 @@ func classicalRule(s string) (headless, error) {
 			return h, err
 		}
 	case "IP-CIDR", "IP-CIDR6", "SRC-IP-CIDR":
-		p, ok := parsePrefix(v)
+		p, ok := ParsePrefix(v)
 		if !ok {
 			return h, textError(strconv.Quote(v) + " is not an IP prefix")
 		}
@@ -301,9 +301,9 @@ func clashPorts(v string) ([]uint16, []portRange, error) {
 	return ps, rs, nil
 }
 
-// parsePrefix reads a prefix or a bare address, masked, an IPv4-mapped
+// ParsePrefix reads a prefix or a bare address, masked, an IPv4-mapped
 // prefix in its IPv4 form.
-func parsePrefix(s string) (netip.Prefix, bool) {
+func ParsePrefix(s string) (netip.Prefix, bool) {
 	var p netip.Prefix
 	if strings.Contains(s, "/") {
 		var err error

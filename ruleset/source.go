@@ -247,7 +247,7 @@ func prefixes(v json.RawMessage) ([]netip.Prefix, error) {
 	}
 	out := make([]netip.Prefix, 0, len(ss))
 	for _, s := range ss {
-		p, ok := parsePrefix(s)
+		p, ok := ParsePrefix(s)
 		if !ok {
 			return nil, fmt.Errorf("%q is not an IP prefix or address", s)
 		}

@@ -1,0 +1,281 @@
+package provider
+
+// The v2rayN and Xray share links: vmess:// (base64 JSON) and the
+// vless:// and trojan:// URL forms with their stream in the query.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// vmessJSON is a v2rayN vmess link's body; numbers may be written as
+// strings or numbers.
+type vmessJSON struct {
+	PS   flexString `json:"ps"`
+	Add  flexString `json:"add"`
+	Port flexString `json:"port"`
+	ID   flexString `json:"id"`
+	Aid  flexString `json:"aid"`
+	Scy  flexString `json:"scy"`
+	Net  flexString `json:"net"`
+	Type flexString `json:"type"`
+	Host flexString `json:"host"`
+	Path flexString `json:"path"`
+	TLS  flexString `json:"tls"`
+	SNI  flexString `json:"sni"`
+	ALPN flexString `json:"alpn"`
+	FP   flexString `json:"fp"`
+}
+
+// flexString reads a JSON string, number or boolean as text.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(s)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		*f = flexString(n)
+		return nil
+	}
+	var v bool
+	if err := json.Unmarshal(b, &v); err != nil {
+		return errors.New("expected a string or a number")
+	}
+	*f = flexString(strconv.FormatBool(v))
+	return nil
+}
+
+// parseVmessLink reads vmess://base64(JSON) as v2rayN writes it.
+func parseVmessLink(s string) (Node, error) {
+	body := s[len("vmess://"):]
+	if i := strings.IndexByte(body, '#'); i >= 0 {
+		body = body[:i]
+	}
+	dec, ok := decodeBase64([]byte(body))
+	if !ok {
+		return Node{}, errors.New("vmess link: the body is not base64 (only the v2rayN JSON form is read)")
+	}
+	var v vmessJSON
+	if err := json.Unmarshal(dec, &v); err != nil {
+		return Node{}, fmt.Errorf("vmess link: bad JSON: %v", err)
+	}
+	server, err := hostPort(string(v.Add), string(v.Port))
+	if err != nil {
+		return Node{}, err
+	}
+	name := string(v.PS)
+	if name == "" {
+		name = server
+	}
+	if aid := strings.TrimSpace(string(v.Aid)); aid != "" && aid != "0" {
+		return Node{}, fmt.Errorf("vmess alterId %s (legacy MD5 authentication) is not supported: only alterId 0", aid)
+	}
+	o := map[string]any{"type": "vmess", "server": server, "uuid": string(v.ID)}
+	if scy := string(v.Scy); scy != "" {
+		o["security"] = scy
+	}
+	q := url.Values{}
+	q.Set("type", string(v.Net))
+	q.Set("headerType", string(v.Type))
+	q.Set("host", string(v.Host))
+	q.Set("path", string(v.Path))
+	q.Set("serviceName", string(v.Path))
+	q.Set("sni", string(v.SNI))
+	q.Set("alpn", string(v.ALPN))
+	q.Set("fp", string(v.FP))
+	if string(v.TLS) == "tls" {
+		q.Set("security", "tls")
+	}
+	if err := streamFromQuery(o, q, hostOf(server)); err != nil {
+		return Node{}, err
+	}
+	return Node{Name: name, Outbound: o}, nil
+}
+
+func hostOf(server string) string {
+	h, _, _ := net.SplitHostPort(server)
+	return h
+}
+
+// parseXrayLink reads vless:// and trojan:// in the form Xray and v2rayN
+// share: the UUID or password as userinfo, the stream in the query.
+func parseXrayLink(s, typ string) (Node, error) {
+	u, name, server, err := parseURL(s)
+	if err != nil {
+		return Node{}, err
+	}
+	if u.User == nil || u.User.Username() == "" {
+		return Node{}, fmt.Errorf("%s link: no credential before @", typ)
+	}
+	q := u.Query()
+	o := map[string]any{"type": typ, "server": server}
+	if typ == "vless" {
+		o["uuid"] = u.User.Username()
+		if enc := q.Get("encryption"); enc != "" && enc != "none" {
+			return Node{}, fmt.Errorf("vless encryption %q is not supported", enc)
+		}
+		if flow := q.Get("flow"); flow != "" {
+			o["flow"] = flow
+		}
+		if pe := q.Get("packetEncoding"); pe != "" && pe != "none" {
+			o["packet_encoding"] = pe
+		}
+	} else {
+		pw := u.User.Username()
+		if p, set := u.User.Password(); set {
+			pw += ":" + p
+		}
+		o["password"] = pw
+		if q.Get("security") == "" {
+			q.Set("security", "tls") // trojan is TLS unless said otherwise
+		}
+	}
+	if err := streamFromQuery(o, q, u.Hostname()); err != nil {
+		return Node{}, err
+	}
+	return Node{Name: name, Outbound: o}, nil
+}
+
+// streamFromQuery writes the transport and tls tables the Xray-style
+// query q describes into o.
+func streamFromQuery(o map[string]any, q url.Values, host string) error {
+	switch sec := q.Get("security"); sec {
+	case "", "none":
+	case "tls", "xtls":
+		t := map[string]any{}
+		if sni := q.Get("sni"); sni != "" {
+			t["server_name"] = sni
+		} else if peer := q.Get("peer"); peer != "" {
+			t["server_name"] = peer
+		}
+		if alpn := q.Get("alpn"); alpn != "" {
+			t["alpn"] = splitList(alpn)
+		}
+		if fp := q.Get("fp"); fp != "" && fp != "none" {
+			t["fingerprint"] = fp
+		}
+		if truthy(q.Get("allowInsecure")) || truthy(q.Get("insecure")) {
+			t["verify"] = "insecure"
+		}
+		o["tls"] = t
+	case "reality":
+		return errors.New("REALITY is not supported")
+	default:
+		return fmt.Errorf("security %q is not supported", sec)
+	}
+	tr := map[string]any{}
+	switch net := q.Get("type"); net {
+	case "", "tcp", "raw":
+		if h := q.Get("headerType"); h != "" && h != "none" {
+			return fmt.Errorf("tcp header obfuscation %q is not supported", h)
+		}
+		return nil
+	case "ws":
+		tr["type"] = "ws"
+		path := q.Get("path")
+		if p, ed, ok := earlyData(path); ok {
+			path = p
+			tr["max_early_data"] = ed
+			tr["early_data_header"] = "Sec-WebSocket-Protocol"
+		}
+		if path != "" {
+			tr["path"] = path
+		}
+		if h := q.Get("host"); h != "" {
+			tr["host"] = h
+		}
+	case "httpupgrade":
+		tr["type"] = "httpupgrade"
+		if p := q.Get("path"); p != "" {
+			tr["path"] = p
+		}
+		if h := q.Get("host"); h != "" {
+			tr["host"] = h
+		}
+	case "grpc", "gun":
+		tr["type"] = "grpc"
+		if sn := q.Get("serviceName"); sn != "" {
+			tr["service_name"] = sn
+		}
+		if a := q.Get("authority"); a != "" {
+			tr["authority"] = a
+		}
+		if m := q.Get("mode"); m != "" {
+			tr["mode"] = m
+		}
+	default:
+		return fmt.Errorf("transport %q is not supported (switchyard has tcp, ws, grpc and httpupgrade)", net)
+	}
+	o["transport"] = tr
+	wsALPN(o, tr)
+	return nil
+}
+
+// wsALPN keeps only http/1.1 in the ALPN of a TLS layer under a ws or
+// httpupgrade transport, which run over HTTP/1.1 (as Xray does with the
+// "h2,http/1.1" that v2rayN writes).
+func wsALPN(o, tr map[string]any) {
+	t, ok := o["tls"].(map[string]any)
+	if !ok || (tr["type"] != "ws" && tr["type"] != "httpupgrade") {
+		return
+	}
+	alpn, _ := t["alpn"].([]string)
+	if len(alpn) == 0 {
+		return
+	}
+	if slices.Contains(alpn, "http/1.1") {
+		t["alpn"] = []string{"http/1.1"}
+	} else {
+		delete(t, "alpn")
+	}
+}
+
+// earlyData splits Xray's "/path?ed=2048" into the path and the early
+// data length.
+func earlyData(path string) (string, int64, bool) {
+	p, query, ok := strings.Cut(path, "?")
+	if !ok {
+		return path, 0, false
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil {
+		return path, 0, false
+	}
+	ed, err := strconv.ParseInt(v.Get("ed"), 10, 32)
+	if err != nil || ed <= 0 {
+		return path, 0, false
+	}
+	v.Del("ed")
+	if rest := v.Encode(); rest != "" {
+		p += "?" + rest
+	}
+	return p, ed, true
+}
+
+func truthy(s string) bool { return s == "1" || strings.EqualFold(s, "true") }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
