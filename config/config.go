@@ -48,6 +48,15 @@ func Parse(data []byte, name string) (*spec.Spec, Warnings, error) {
 	return parse(data, name, "")
 }
 
+// ParseIn lowers TOML data as the file name in folder dir would be:
+// relative paths inside it are relative to dir, and the state file is
+// switchyard.db there unless [state] says otherwise; dir "" is Parse. It
+// lets a caller that keeps the bytes it applied lower them again (a
+// download applied over the running configuration).
+func ParseIn(data []byte, name, dir string) (*spec.Spec, Warnings, error) {
+	return parse(data, name, dir)
+}
+
 // parse lowers data; relative paths inside it are relative to dir ("" for
 // text from no file: see lowerer.dir).
 func parse(data []byte, name, dir string) (*spec.Spec, Warnings, error) {

@@ -10,7 +10,7 @@ func (l *lowerer) useProviders(key string, use []string, seen map[string]string,
 		return
 	}
 	used := map[string]bool{}
-	problem := false
+	problem, pending := false, false
 	eachString(key+".use", use, func(ekey, p string) {
 		if used[p] {
 			l.errorf(ekey, "duplicate provider %q", p)
@@ -28,6 +28,7 @@ func (l *lowerer) useProviders(key string, use []string, seen map[string]string,
 			problem = true
 			return
 		}
+		pending = pending || l.providerPending[p]
 		for _, n := range nodes {
 			if _, dup := seen[n]; dup {
 				continue
@@ -36,7 +37,10 @@ func (l *lowerer) useProviders(key string, use []string, seen map[string]string,
 			g.Members = append(g.Members, n)
 		}
 	})
-	if !problem && len(g.Members) == 0 {
+	// A group using a url provider not downloaded yet may have no member
+	// until the download applies: its flows go to its final, or are
+	// refused.
+	if !problem && !pending && len(g.Members) == 0 {
 		l.errorf(key+".use", "the group has no member: members is empty and the providers in use have no nodes (after filter and exclude_filter)")
 	}
 }

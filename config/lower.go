@@ -46,6 +46,16 @@ type lowerer struct {
 	// providerNodes a provider tag to its nodes' outbound tags, in order.
 	providerTags  map[string]string
 	providerNodes map[string][]string
+	// providerPending holds the url providers with no nodes yet (not
+	// downloaded, or their cached copy unreadable): a group may use them
+	// and have no member until the download applies.
+	providerPending map[string]bool
+	// cacheDir is where downloads are kept by default: "cache" beside the
+	// state file; "" when the state is kept in memory.
+	cacheDir string
+	// vias are the download_via references, checked once every tag is
+	// recorded (download.go).
+	vias []viaRef
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
@@ -59,14 +69,15 @@ type lowerer struct {
 
 func newLowerer(dir string) *lowerer {
 	return &lowerer{
-		dir:           dir,
-		inboundTags:   map[string]string{},
-		outboundTags:  map[string]string{},
-		balancerTags:  map[string]string{},
-		groupTags:     map[string]string{},
-		providerTags:  map[string]string{},
-		providerNodes: map[string][]string{},
-		declaredTypes: map[string]string{},
+		dir:             dir,
+		inboundTags:     map[string]string{},
+		outboundTags:    map[string]string{},
+		balancerTags:    map[string]string{},
+		groupTags:       map[string]string{},
+		providerTags:    map[string]string{},
+		providerNodes:   map[string][]string{},
+		providerPending: map[string]bool{},
+		declaredTypes:   map[string]string{},
 	}
 }
 
@@ -150,6 +161,10 @@ func (l *lowerer) placeLines(data []byte, errs []*Error) {
 
 func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	l.dnsTable = f.DNS != nil
+	state := l.state(&f.State)
+	if st := state; st.Path != "" {
+		l.cacheDir = filepath.Join(filepath.Dir(st.Path), "cache")
+	}
 	ruleSets := l.ruleSets(f.RuleSets) // before the DNS rules and the rules that name them
 	s := &spec.Spec{
 		Log: spec.Log{
@@ -171,10 +186,11 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	s.Providers = providers
 	s.Balancers = l.balancers(f.Balancers)
 	s.Groups = l.groups(f.Groups)
+	l.checkVias()
 	s.DNS = l.dns(f.DNS) // after the outbounds
 	s.Health = l.health(&f.Health)
 	s.Warmup = l.warmup(&f.Warmup)
-	s.State = l.state(&f.State)
+	s.State = state
 	s.API = l.api(f.API)
 	final := defaultFinal
 	if f.Route.Final != nil {

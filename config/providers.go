@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -77,57 +78,105 @@ func (l *lowerer) provider(key string, f *fileProvider, reserved map[string]bool
 		}
 	}
 	p.Tag = tag
-	if f.URL != nil {
-		l.errorf(key+".url", "downloads are not available in this version: save the subscription to a file and give it as path")
-		ok = false
-	}
-	for name, v := range map[string]*string{"interval": f.Interval, "download_via": f.DownloadVia} {
-		if v != nil {
-			l.errorf(key+"."+name, "%s applies to url, which this version does not read: leave it out", name)
-			ok = false
-		}
-	}
 	include := l.nameFilter(key+".filter", f.Filter)
 	exclude := l.nameFilter(key+".exclude_filter", f.ExcludeFilter)
+	var content []byte
+	if f.URL != nil {
+		var d download
+		d, ok = l.download(key, "provider", tag, f.URL, f.Interval, f.DownloadVia, f.Path, ok)
+		if !ok {
+			return nil, p, false
+		}
+		p.URL, p.Interval, p.Via, p.CachePath = d.url, d.interval, d.via, d.cache
+		b, err := readBounded(p.CachePath, maxProviderFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			l.warnf(key+".url", "provider %q has no nodes until its first download", tag)
+			l.providerNodes[tag] = nil
+			l.providerPending[tag] = true
+			return nil, p, true
+		case err != nil:
+			l.warnf(key+".url", "provider %q: the cached copy %s is not read (%v): it has no nodes until its next download", tag, p.CachePath, err)
+			l.providerNodes[tag] = nil
+			l.providerPending[tag] = true
+			return nil, p, true
+		}
+		content = b
+	} else {
+		for name, v := range map[string]*string{"interval": f.Interval, "download_via": f.DownloadVia} {
+			if v != nil {
+				l.errorf(key+"."+name, "%s applies to url: a provider read from path is read at load and on reload", name)
+				ok = false
+			}
+		}
+		if !ok {
+			return nil, p, false
+		}
+		path, has := l.required(key+".path", f.Path)
+		if !has {
+			return nil, p, false
+		}
+		p.Path = l.absPath(key+".path", path)
+		if p.Path == "" {
+			return nil, p, false
+		}
+		b, err := readBounded(p.Path, maxProviderFile)
+		if err != nil {
+			l.errorf(key+".path", "provider file %s: %v", p.Path, err)
+			return nil, p, false
+		}
+		content = b
+	}
 	if !ok {
 		return nil, p, false
 	}
-	path, has := l.required(key+".path", f.Path)
-	if !has {
-		return nil, p, false
-	}
-	p.Path = l.absPath(key+".path", path)
-	if p.Path == "" {
-		return nil, p, false
-	}
-	content, err := readBounded(p.Path, maxProviderFile)
-	if err != nil {
-		l.errorf(key+".path", "provider file %s: %v", p.Path, err)
-		return nil, p, false
+	outs, ok := l.providerContent(key, tag, &p, content, include, exclude, reserved)
+	return outs, p, ok
+}
+
+// providerContent lowers the nodes of a provider's content into p. The
+// content of a file provider that does not parse is an error; a url
+// provider's cached copy that does not (written by hand: a download that
+// does not parse never replaces it) is a warning, and the provider has no
+// nodes until its next download.
+func (l *lowerer) providerContent(key, tag string, p *spec.Provider, content []byte, include, exclude *regexp.Regexp, reserved map[string]bool) ([]spec.Outbound, bool) {
+	src, file := key+".path", p.Path
+	if p.URL != "" {
+		src, file = key+".url", p.CachePath
 	}
 	nodes, skipped, err := provider.Parse(content)
 	if err != nil {
-		l.errorf(key+".path", "provider file %s: %s", p.Path, strings.TrimPrefix(err.Error(), "provider: "))
-		return nil, p, false
+		why := strings.TrimPrefix(err.Error(), "provider: ")
+		if p.URL != "" {
+			l.warnf(src, "provider %q: the cached copy %s does not parse (%s): it has no nodes until its next download", tag, file, why)
+			l.providerNodes[tag] = nil
+			l.providerPending[tag] = true
+			return nil, true
+		}
+		l.errorf(src, "provider file %s: %s", file, why)
+		return nil, false
 	}
 	for _, s := range skipped {
-		l.warnf(key+".path", "provider %q: node %q skipped: %s", tag, s.Name, s.Reason)
+		l.warnf(src, "provider %q: node %q skipped: %s", tag, s.Name, s.Reason)
 	}
 	var outs []spec.Outbound
 	for _, n := range nodes {
 		if (include != nil && !include.MatchString(n.Name)) || (exclude != nil && exclude.MatchString(n.Name)) {
 			continue
 		}
-		o, why := l.providerNode(key+".path", n, reserved)
+		o, why := l.providerNode(src, n, reserved)
 		if why != "" {
-			l.warnf(key+".path", "provider %q: node %q skipped: %s", tag, n.Name, why)
+			l.warnf(src, "provider %q: node %q skipped: %s", tag, n.Name, why)
 			continue
 		}
 		outs = append(outs, o)
 		p.Nodes = append(p.Nodes, o.Tag)
 	}
 	l.providerNodes[tag] = p.Nodes
-	return outs, p, true
+	if p.URL != "" && len(p.Nodes) == 0 {
+		l.providerPending[tag] = true
+	}
+	return outs, true
 }
 
 // providerNode lowers one node as the [[outbounds]] table it stands for,

@@ -150,8 +150,12 @@ func TestProviderErrors(t *testing.T) {
 		line       int
 		key, msg   string
 	}{
-		{"url", "[[providers]]\ntag = \"sub\"\nurl = \"https://sub.example/x\"\n", nil,
-			3, "providers[0].url", "downloads are not available in this version: save the subscription to a file and give it as path"},
+		{"url not http", "[[providers]]\ntag = \"sub\"\nurl = \"file:///etc/passwd\"\n", nil,
+			3, "providers[0].url", "is not an http or https URL"},
+		{"bad interval", "[[providers]]\ntag = \"sub\"\nurl = \"https://sub.example/x\"\ninterval = \"daily\"\n", nil,
+			4, "providers[0].interval", "is not a duration"},
+		{"unknown download_via", "[[providers]]\ntag = \"sub\"\nurl = \"https://sub.example/x\"\ndownload_via = \"nowhere\"\n", nil,
+			4, "providers[0].download_via", `unknown outbound "nowhere"`},
 		{"interval", "[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\ninterval = \"1h\"\n", map[string]string{"s.txt": "socks5://h:1"},
 			4, "providers[0].interval", "interval applies to url"},
 		{"bad filter", "[[providers]]\ntag = \"sub\"\npath = \"s.txt\"\nfilter = \"(\"\n", map[string]string{"s.txt": "socks5://h:1"},

@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -10,11 +14,12 @@ import (
 
 // fileRuleSet is one [[rule_sets]] table.
 type fileRuleSet struct {
-	Tag      *string `toml:"tag"`
-	Path     *string `toml:"path"`
-	Format   *string `toml:"format"`
-	URL      *string `toml:"url"`
-	Interval *string `toml:"interval"`
+	Tag         *string `toml:"tag"`
+	Path        *string `toml:"path"`
+	Format      *string `toml:"format"`
+	URL         *string `toml:"url"`
+	Interval    *string `toml:"interval"`
+	DownloadVia *string `toml:"download_via"`
 }
 
 // ruleSets lowers [[rule_sets]]: each file is read and compiled now, so
@@ -37,30 +42,39 @@ func (l *lowerer) ruleSets(fs []fileRuleSet) []spec.RuleSet {
 				ok = false
 			}
 		}
-		if f.URL != nil || f.Interval != nil {
-			k := key + ".url"
-			if f.URL == nil {
-				k = key + ".interval"
-			}
-			l.errorf(k, "rule sets are read from a local file in this version: download the list and give its path "+
-				"(path = \"...\"); url and interval are not read")
-			continue
-		}
-		path, okPath := l.required(key+".path", f.Path)
 		format, okFormat := l.required(key+".format", f.Format)
 		if okFormat && !l.oneOf(key+".format", format, ruleset.Formats) {
 			okFormat = false
 		}
-		if !okPath || !okFormat {
-			continue
-		}
-		rs := spec.RuleSet{Tag: tag, Path: l.absPath(key+".path", path), Format: format}
-		if rs.Path == "" {
-			continue
-		}
-		if _, err := ruleset.Load(rs.Path, rs.Format); err != nil {
-			l.errorf(key+".path", "rule set %q (%s) does not load: %s", tag, format, err)
-			continue
+		var rs spec.RuleSet
+		if f.URL != nil {
+			d, okURL := l.download(key, "rule_set", tag, f.URL, f.Interval, f.DownloadVia, f.Path, okFormat)
+			if !okURL {
+				continue
+			}
+			rs = spec.RuleSet{Tag: tag, Format: format, URL: d.url, Interval: d.interval, Via: d.via, CachePath: d.cache}
+			l.cachedRuleSet(key, &rs)
+		} else {
+			for name, v := range map[string]*string{"interval": f.Interval, "download_via": f.DownloadVia} {
+				if v != nil {
+					l.errorf(key+"."+name, "%s applies to url: a rule set read from path is read at load and on reload", name)
+					okFormat = false
+				}
+			}
+			path, okPath := l.required(key+".path", f.Path)
+			if !okPath || !okFormat {
+				continue
+			}
+			rs = spec.RuleSet{Tag: tag, Path: l.absPath(key+".path", path), Format: format}
+			if rs.Path == "" {
+				continue
+			}
+			sum, _, err := loadRuleSet(rs.Path, rs.Format)
+			if err != nil {
+				l.errorf(key+".path", "rule set %q (%s) does not load: %s", tag, format, err)
+				continue
+			}
+			rs.Sum = sum
 		}
 		if ok {
 			l.ruleSetTags[tag] = rs
@@ -68,6 +82,36 @@ func (l *lowerer) ruleSets(fs []fileRuleSet) []spec.RuleSet {
 		}
 	}
 	return out
+}
+
+// cachedRuleSet reads the cached copy of the url rule set rs: once it
+// loads, it is the set's Path. With none, or one that does not load, the
+// set matches nothing until its next download (a warning).
+func (l *lowerer) cachedRuleSet(key string, rs *spec.RuleSet) {
+	sum, missing, err := loadRuleSet(rs.CachePath, rs.Format)
+	switch {
+	case err == nil:
+		rs.Path, rs.Sum = rs.CachePath, sum
+	case missing:
+		l.warnf(key+".url", "rule set %q matches nothing until its first download", rs.Tag)
+	default:
+		l.warnf(key+".url", "rule set %q: the cached copy does not load (%s): it matches nothing until its next download", rs.Tag, err)
+	}
+}
+
+// loadRuleSet reads and compiles the rule set at path (the compiled form
+// is kept for the route table) and returns its content's SHA-256, hex.
+// missing: there is no file at path.
+func loadRuleSet(path, format string) (sum string, missing bool, err error) {
+	data, err := readBounded(path, ruleset.MaxFileSize)
+	if err != nil {
+		return "", errors.Is(err, fs.ErrNotExist), &ruleset.Error{Path: path, Offset: -1, Msg: err.Error()}
+	}
+	if _, err := ruleset.Parse(path, format, data); err != nil {
+		return "", false, err
+	}
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:]), false, nil
 }
 
 // ruleSetRefs resolves rule_set tags to the rule sets they name.

@@ -39,7 +39,8 @@ action = "block"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := spec.RuleSet{Tag: "ads", Path: filepath.Join(dir, "ads.txt"), Format: "clash-domain"}
+	want := spec.RuleSet{Tag: "ads", Path: filepath.Join(dir, "ads.txt"), Format: "clash-domain",
+		Sum: "47760c775de16002f2f943a28d20d4cce124a2d779af807dd6e1df3bf03fead4"}
 	if len(s.RuleSets) != 1 || s.RuleSets[0] != want {
 		t.Fatalf("rule sets %+v", s.RuleSets)
 	}
@@ -51,11 +52,13 @@ action = "block"
 	}
 
 	for _, c := range []struct{ name, text, want string }{
-		{"url is refused", "[[rule_sets]]\ntag = \"x\"\nurl = \"https://example.com/x.srs\"\nformat = \"srs\"\n",
-			"c.toml:3: rule_sets[0].url: rule sets are read from a local file in this version"},
+		{"url is http or https", "[[rule_sets]]\ntag = \"x\"\nurl = \"ftp://example.com/x.srs\"\nformat = \"srs\"\n",
+			"c.toml:3: rule_sets[0].url: \"ftp://example.com/x.srs\" is not an http or https URL"},
+		{"interval needs url", "[[rule_sets]]\ntag = \"x\"\npath = \"ads.txt\"\nformat = \"clash-domain\"\ninterval = \"1h\"\n",
+			"c.toml:5: rule_sets[0].interval: interval applies to url"},
 		{"a broken file names its line", "[[rule_sets]]\ntag = \"x\"\npath = \"bad.yaml\"\nformat = \"clash-classical\"\n",
 			"rule_sets[0].path: rule set \"x\" (clash-classical) does not load: " + filepath.Join(dir, "bad.yaml") + ":3: rule type \"GEOSITE\""},
-		{"a missing file", "[[rule_sets]]\ntag = \"x\"\npath = \"nope.srs\"\nformat = \"srs\"\n", "nope.srs: open"},
+		{"a missing file", "[[rule_sets]]\ntag = \"x\"\npath = \"nope.srs\"\nformat = \"srs\"\n", "nope.srs: no such file or directory"},
 		{"an unknown format", "[[rule_sets]]\ntag = \"x\"\npath = \"ads.txt\"\nformat = \"geosite\"\n", "c.toml:4: rule_sets[0].format: \"geosite\" is not one of"},
 		{"an unknown tag", "[[rules]]\nrule_set = [\"nope\"]\noutbound = \"direct\"\n", "c.toml:2: rules[0].rule_set[0]: unknown rule set \"nope\""},
 		{"a duplicate tag", strings.Repeat("[[rule_sets]]\ntag = \"x\"\npath = \"ads.txt\"\nformat = \"clash-domain\"\n", 2), "duplicate rule set tag \"x\""},

@@ -202,10 +202,15 @@ func (rs ruleSets) matchName(n string) bool {
 }
 
 // loadSets loads the compiled rule sets (reused while their files are
-// unchanged).
+// unchanged). A downloaded rule set not downloaded yet (no Path) matches
+// nothing: it is left out, and a rule whose sets are all such matches no
+// flow.
 func loadSets(refs []spec.RuleSet) (ruleSets, error) {
 	out := make(ruleSets, 0, len(refs))
 	for _, ref := range refs {
+		if ref.Path == "" {
+			continue
+		}
 		s, err := ruleset.Load(ref.Path, ref.Format)
 		if err != nil {
 			return nil, fmt.Errorf("rule set %q: %w", ref.Tag, err)

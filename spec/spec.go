@@ -195,8 +195,15 @@ type TLS struct {
 // of the spec (Spec.Outbounds), named here in the provider's order.
 type Provider struct {
 	Tag   string
-	Path  string   // absolute path of the file read
+	Path  string   // absolute path of the file read; "" for a url provider
 	Nodes []string // outbound tags
+	// A url provider: its content is downloaded from URL through Via (an
+	// outbound or group tag) every Interval (0: at start and on demand
+	// only), and kept at CachePath, absolute, which the loader reads.
+	URL       string
+	Interval  time.Duration
+	Via       string
+	CachePath string
 }
 
 // Balancer is a probe-driven choice among outbounds with a TCP upstream.
@@ -342,11 +349,22 @@ type Rule struct {
 	Outbound  string
 }
 
-// RuleSet is a [[rule_sets]] entry: a local file in a format. The compiled
-// form is loaded by path and format (ruleset.Load), and reused while the
-// file's content is unchanged.
+// RuleSet is a [[rule_sets]] entry: a local file in a format, or a
+// download kept at CachePath. The compiled form is loaded by path and
+// format (ruleset.Load), and reused while the file's content is unchanged.
 type RuleSet struct {
-	Tag    string
-	Path   string // absolute
+	Tag string
+	// Path is the file the rules are read from, absolute: a url rule set's
+	// CachePath once downloaded, "" before its first download (it then
+	// matches nothing).
+	Path   string
 	Format string // srs | source | clash-domain | clash-ipcidr | clash-classical
+	// Sum is the SHA-256 of the content read at load (hex; "" when none
+	// was): a changed file is a changed spec.
+	Sum string
+	// A url rule set: downloaded as a url provider is (see Provider).
+	URL       string
+	Interval  time.Duration
+	Via       string
+	CachePath string
 }
