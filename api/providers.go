@@ -190,6 +190,9 @@ func (s *Server) providerHealthcheck(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := s.view()
+	if u == "" && len(v.sp.Health.TCPCheckURLs) > 0 {
+		u = v.sp.Health.TCPCheckURLs[0] // the provider's testUrl
+	}
 	var nodes []string
 	found := false
 	for _, p := range v.sp.Providers {
