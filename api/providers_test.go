@@ -139,7 +139,7 @@ drain = "close"
 	rg = newRigWith(t, Options{Secret: "s", Downloads: u}, extra)
 	text = strings.ReplaceAll(baseConfig+extra, "WEB", rg.web.URL)
 	u.Reconfigure([]remote.Resource{{Kind: remote.KindProvider, Tag: "sub", URL: sub.URL + "/sub?token=x", Via: "direct", CachePath: cache,
-		Validate: func(b []byte) error { _, _, err := provider.Parse(b); return err }}})
+		Validate: func(b []byte) (int, error) { n, _, err := provider.Parse(b); return len(n), err }}})
 
 	var pv providersView
 	rg.get(t, "/providers/proxies", 200, &pv)

@@ -146,14 +146,14 @@ func TestBadContentKeepsTheCache(t *testing.T) {
 	defer srv.Close()
 	f, _ := fetcher(t)
 	r := resource(t, srv.URL)
-	r.Validate = func(b []byte) error {
+	r.Validate = func(b []byte) (int, error) {
 		if !bytes.HasPrefix(b, []byte("socks5://")) {
-			return errors.New("not a link list")
+			return 0, errors.New("not a link list")
 		}
-		return nil
+		return bytes.Count(b, []byte("\n")), nil
 	}
-	if _, err := f.Fetch(context.Background(), r); err != nil {
-		t.Fatal(err)
+	if out, err := f.Fetch(context.Background(), r); err != nil || out.Meta.Entries != 1 {
+		t.Fatal(out, err)
 	}
 	body = "<html>maintenance</html>"
 	_, err := f.Fetch(context.Background(), r)

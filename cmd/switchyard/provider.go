@@ -44,9 +44,12 @@ func resources(s *spec.Spec) []remote.Resource {
 		out = append(out, remote.Resource{
 			Kind: remote.KindRuleSet, Tag: rs.Tag, URL: rs.URL, Interval: rs.Interval, Via: rs.Via,
 			CachePath: rs.CachePath,
-			Validate: func(b []byte) error {
-				_, err := ruleset.Parse(path, format, b)
-				return err
+			Validate: func(b []byte) (int, error) {
+				set, err := ruleset.Parse(path, format, b)
+				if err != nil {
+					return 0, err
+				}
+				return set.Entries(), nil
 			},
 		})
 	}
@@ -55,18 +58,18 @@ func resources(s *spec.Spec) []remote.Resource {
 
 // validateProvider refuses a download that is no provider content, or
 // one none of whose nodes can be converted.
-func validateProvider(b []byte) error {
+func validateProvider(b []byte) (int, error) {
 	nodes, skipped, err := provider.Parse(b)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(nodes) == 0 {
 		if len(skipped) > 0 {
-			return fmt.Errorf("none of its %d nodes can be converted (the first: %s: %s)", len(skipped), skipped[0].Name, skipped[0].Reason)
+			return 0, fmt.Errorf("none of its %d nodes can be converted (the first: %s: %s)", len(skipped), skipped[0].Name, skipped[0].Reason)
 		}
-		return errors.New("it has no nodes")
+		return 0, errors.New("it has no nodes")
 	}
-	return nil
+	return len(nodes), nil
 }
 
 // describe names a resource in logs: "provider sub", "rule set ads".
