@@ -356,3 +356,26 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// An https download verifies the server (here against the test server's
+// own root) and leaves no connection behind (goleak checks).
+func TestHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.Proto))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	f, _ := fetcher(t)
+	r := resource(t, srv.URL)
+	if _, err := f.Fetch(context.Background(), r); err == nil {
+		t.Fatal("a server the system roots do not know was accepted")
+	}
+	f.TLS = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	if _, err := f.Fetch(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(r.CachePath); !strings.HasPrefix(string(b), "HTTP/") {
+		t.Fatalf("cache %q", b)
+	}
+}
