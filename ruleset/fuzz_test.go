@@ -22,8 +22,9 @@ func FuzzSRS(f *testing.F) {
 	f.Add(srsSeed([]byte{1, 0, 6, 1, 0, 0, 0, 0, 0, 0, 0, 1, 4, 10, 0, 0, 0, 4, 10, 255, 255, 255, 0xFF, 0}))
 	f.Add(srsSeed([]byte{1, 0, 2, 0, 1, 0x02, 1, 0x1, 1, 'a', 0xFF, 0}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if hs, err := parseSRS(data); err == nil {
-			compile(hs)
+		var c compiler
+		if parseSRS(data, &c) == nil {
+			c.finish()
 		}
 	})
 }
@@ -32,8 +33,9 @@ func FuzzSource(f *testing.F) {
 	f.Add([]byte(fixtures["source"]))
 	f.Add([]byte(`{"version":3,"rules":[{"port_range":":80","network":"udp","invert":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if hs, err := parseSource(data); err == nil {
-			compile(hs)
+		var c compiler
+		if parseSource(data, &c) == nil {
+			c.finish()
 		}
 	})
 }
@@ -48,9 +50,10 @@ func FuzzClash(f *testing.F) {
 	}
 	f.Add([]byte("*.a.*.com\n.x\nDST-PORT,1-2/3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, p := range []func([]byte) ([]headless, error){parseClashDomain, parseClashIPCIDR, parseClashClassical} {
-			if hs, err := p(data); err == nil {
-				compile(hs)
+		for _, p := range []func([]byte, *compiler) error{parseClashDomain, parseClashIPCIDR, parseClashClassical} {
+			var c compiler
+			if p(data, &c) == nil {
+				c.finish()
 			}
 		}
 	})
