@@ -59,11 +59,6 @@ func clashEntries(data []byte, fn func(line int, text string) error) error {
 	return nil
 }
 
-type entry struct {
-	line int
-	text string
-}
-
 type textError string
 
 func (e textError) Error() string { return string(e) }

@@ -161,7 +161,7 @@ func TestSourceSemantics(t *testing.T) {
 	}
 }
 
-func singBox(t *testing.T) string {
+func singBox(t testing.TB) string {
 	t.Helper()
 	root, _ := filepath.Abs("..")
 	out, err := exec.Command(filepath.Join(root, "scripts", "peers.sh"), "path", "sing-box").Output()
