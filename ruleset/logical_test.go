@@ -161,4 +161,3 @@ func TestLogicalRulesRefused(t *testing.T) {
 		}
 	}
 }
-
