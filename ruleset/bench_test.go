@@ -1,9 +1,14 @@
 package ruleset
 
 import (
+	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"switchyard/netx"
@@ -50,4 +55,72 @@ func BenchmarkMatchAtScale(b *testing.B) {
 		})
 	}
 	runtime.KeepAlive(s)
+}
+
+// benchSRS is the .srs of BENCH_SRS (bench/rulesets/run.sh's), or else
+// 20,000 suffixes and 5,000 CIDRs compiled by the pinned sing-box.
+func benchSRS(b *testing.B) []byte {
+	path := os.Getenv("BENCH_SRS")
+	if path == "" {
+		var src strings.Builder
+		src.WriteString(`{"version": 3, "rules": [{"domain_suffix": [`)
+		for i := range 20000 {
+			if i > 0 {
+				src.WriteByte(',')
+			}
+			fmt.Fprintf(&src, `"d%d.example%d.com"`, i, i%97)
+		}
+		src.WriteString(`]}, {"ip_cidr": [`)
+		for i := range 5000 {
+			if i > 0 {
+				src.WriteByte(',')
+			}
+			fmt.Fprintf(&src, `"%d.%d.%d.0/24"`, 1+i/4096, (i/16)%256, (i*16)%256)
+		}
+		src.WriteString("]}]}")
+		dir := b.TempDir()
+		in, out := filepath.Join(dir, "set.json"), filepath.Join(dir, "set.srs")
+		if err := os.WriteFile(in, []byte(src.String()), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if msg, err := exec.Command(singBox(b), "rule-set", "compile", "--output", out, in).CombinedOutput(); err != nil {
+			b.Fatalf("sing-box rule-set compile: %v: %s", err, msg)
+		}
+		path = out
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkLoadSRS compiles a .srs (bypassing the compiled-form cache):
+// B/op is what one load allocates in all (its transient garbage and what
+// it keeps), bytes-held what the compiled set keeps.
+func BenchmarkLoadSRS(b *testing.B) {
+	data := benchSRS(b)
+	var s *Set
+	var held uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		s = nil
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		var c compiler
+		if err := parseSRS(data, &c); err != nil {
+			b.Fatal(err)
+		}
+		s = c.finish()
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		held = after.HeapAlloc - before.HeapAlloc
+		b.StartTimer()
+	}
+	runtime.KeepAlive(s)
+	b.ReportMetric(float64(held), "bytes-held")
 }

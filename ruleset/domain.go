@@ -6,9 +6,13 @@
 // table. Regular expressions are kept as they are. Logical rules (and, or,
 // not, nested) are compiled into matchers evaluated per flow.
 //
-// Holding 200,000 domain suffixes and 50,000 CIDRs (bench/rulesets) takes
-// HELD of heap; a lookup costs 10-100 ns and no allocation
-// (BenchmarkMatchAtScale).
+// Memory (bench/rulesets/run.sh, BenchmarkMatchAtScale, BenchmarkLoadSRS):
+// 200,000 domain suffixes and 50,000 CIDRs hold 5.0 MB of heap (12.9 MB
+// with a hash set of strings per kind), a lookup costs 20-220 ns and no
+// allocation, and loading their .srs allocates 9.7 MB in all (its
+// transients included) where decoding the trie into strings first took
+// 122 MB. A process holding the set peaks at 0.56 and holds 0.69 times
+// the resident memory of sing-box holding the same .srs.
 package ruleset
 
 import (
