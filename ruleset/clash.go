@@ -166,7 +166,7 @@ func parseClashIPCIDR(data []byte, c *compiler) error {
 		if !ok {
 			return textError(strconv.Quote(clip(text)) + " is not an IP prefix or address")
 		}
-		addPrefixes(&c.ips, []netip.Prefix{p}, nil)
+		c.ips.add(p)
 		c.entries++
 		return nil
 	})

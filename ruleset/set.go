@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gaissmai/bart"
-
 	"switchyard/netx"
 )
 
@@ -105,7 +103,7 @@ func (h *headless) addDomains(b *DomainBuilder) {
 // or its destination IP is in ips.
 type dest struct {
 	names *Domains
-	ips   *bart.Lite
+	ips   *ipTable
 }
 
 func (d *dest) empty() bool { return d.names == nil && d.ips == nil }
@@ -132,27 +130,10 @@ func normalName(n string) string {
 	return n
 }
 
-// addPrefixes inserts ps and the prefixes of sets into *t, made when
-// there is one.
-func addPrefixes(t **bart.Lite, ps []netip.Prefix, sets []srsIPSet) {
-	if len(ps)+len(sets) == 0 {
-		return
-	}
-	if *t == nil {
-		*t = new(bart.Lite)
-	}
-	for _, p := range ps {
-		(*t).Insert(p)
-	}
-	for _, s := range sets {
-		s.each(func(p netip.Prefix) { (*t).Insert(p) })
-	}
-}
-
-func prefixTable(ps []netip.Prefix, sets []srsIPSet) *bart.Lite {
-	var t *bart.Lite
-	addPrefixes(&t, ps, sets)
-	return t
+func prefixTable(ps []netip.Prefix, sets []srsIPSet) *ipTable {
+	var b ipBuilder
+	b.addAll(ps, sets)
+	return b.Build()
 }
 
 // matcher is a compiled rule.
@@ -164,7 +145,7 @@ type matcher interface {
 type rule struct {
 	dest    dest
 	hasDest bool
-	src     *bart.Lite
+	src     *ipTable
 	port    ports
 	srcPort ports
 	network []netx.Network
@@ -259,7 +240,7 @@ type Set struct {
 // need not hold them all.
 type compiler struct {
 	names   DomainBuilder
-	ips     *bart.Lite
+	ips     ipBuilder
 	rules   []matcher
 	entries int
 }
@@ -273,7 +254,7 @@ func (c *compiler) add(h *headless) {
 	case h.destOnly():
 		c.entries += h.entries()
 		h.addDomains(&c.names)
-		addPrefixes(&c.ips, h.ipCIDR, h.ipSets)
+		c.ips.addAll(h.ipCIDR, h.ipSets)
 	default:
 		c.entries += h.entries()
 		c.rules = append(c.rules, compileRule(h))
@@ -281,7 +262,7 @@ func (c *compiler) add(h *headless) {
 }
 
 func (c *compiler) finish() *Set {
-	return &Set{dest: dest{names: c.names.Build(), ips: c.ips}, rules: c.rules, entries: c.entries}
+	return &Set{dest: dest{names: c.names.Build(), ips: c.ips.Build()}, rules: c.rules, entries: c.entries}
 }
 
 func compileRule(h *headless) matcher {
