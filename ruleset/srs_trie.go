@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
-	"sort"
 	"unicode/utf8"
 )
 
@@ -23,7 +22,8 @@ const maxKeyLen = 4096
 type srsTrie struct {
 	leaves, bitmap []uint64
 	labels         []byte // a slice of the inflated rules
-	rank           []uint32
+	rank           []uint32 // 1 bits before each word of bitmap
+	samples        []uint32 // the word of every 64th 1 bit
 	keys           int
 }
 
@@ -31,6 +31,9 @@ func newSRSTrie(leaves, bitmap []uint64, labels []byte) (*srsTrie, error) {
 	t := &srsTrie{leaves: leaves, bitmap: bitmap, labels: labels, rank: make([]uint32, len(bitmap)+1)}
 	for i, w := range bitmap {
 		t.rank[i+1] = t.rank[i] + uint32(bits.OnesCount64(w))
+		for k := (t.rank[i] + 63) &^ 63; k < t.rank[i+1]; k += 64 {
+			t.samples = append(t.samples, uint32(i))
+		}
 	}
 	// Every node (one per label, and the root) is closed by a 1 bit,
 	// and the runs of the closed nodes hold exactly the labels.
@@ -64,12 +67,25 @@ func (t *srsTrie) select1(k int) int {
 	if k < 0 {
 		return -1
 	}
-	w := sort.Search(len(t.bitmap), func(i int) bool { return int(t.rank[i+1]) > k })
-	x := t.bitmap[w]
-	for j := k - int(t.rank[w]); j > 0; j-- {
+	w := int(t.samples[k>>6])
+	for int(t.rank[w+1]) <= k {
+		w++
+	}
+	return w*64 + selectInWord(t.bitmap[w], k-int(t.rank[w]))
+}
+
+// selectInWord is the position of x's j-th 1 bit (from 0), x having more.
+func selectInWord(x uint64, j int) int {
+	pos := 0
+	for c := bits.OnesCount8(uint8(x)); j >= c; c = bits.OnesCount8(uint8(x)) {
+		j -= c
+		x >>= 8
+		pos += 8
+	}
+	for ; j > 0; j-- {
 		x &= x - 1
 	}
-	return w*64 + bits.TrailingZeros64(x)
+	return pos + bits.TrailingZeros64(x)
 }
 
 func (t *srsTrie) leaf(n int) bool { return n>>6 < len(t.leaves) && t.leaves[n>>6]&(1<<(n&63)) != 0 }
@@ -118,6 +134,11 @@ func unreverse(dst, s []byte) []byte {
 	n := len(s)
 	dst = append(dst, s...)
 	for i := 0; i < n; {
+		if s[i] < utf8.RuneSelf {
+			dst[len(dst)-1-i] = s[i]
+			i++
+			continue
+		}
 		_, w := utf8.DecodeRune(s[i:])
 		copy(dst[len(dst)-i-w:], s[i:i+w])
 		i += w
