@@ -21,7 +21,7 @@ const maxKeyLen = 4096
 // (sing-box's reverseDomain), so that names sharing a suffix share a path.
 type srsTrie struct {
 	leaves, bitmap []uint64
-	labels         []byte // a slice of the inflated rules
+	labels         []byte   // a slice of the inflated rules
 	rank           []uint32 // 1 bits before each word of bitmap
 	samples        []uint32 // the word of every 64th 1 bit
 	keys           int
