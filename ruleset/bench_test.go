@@ -57,6 +57,37 @@ func BenchmarkMatchAtScale(b *testing.B) {
 	runtime.KeepAlive(s)
 }
 
+// BenchmarkMatchMixedCIDRs is one flow against 50,000 CIDRs of 16 lengths
+// (/8 to /30, as a country's list): the layout for many lengths, the
+// prefix table.
+func BenchmarkMatchMixedCIDRs(b *testing.B) {
+	h := headless{}
+	for i := range 50000 {
+		a := netip.AddrFrom4([4]byte{byte(20 + i%200), byte(i >> 4), byte(i << 4), byte(i)})
+		p, _ := a.Prefix(8 + (i%16)*22/15)
+		h.ipCIDR = append(h.ipCIDR, p)
+	}
+	s := compile([]headless{h})
+	if s.dest.ips.lite == nil || len(s.dest.ips.v4) != 0 {
+		b.Fatal("not the prefix-table layout")
+	}
+	for _, c := range []struct {
+		name string
+		ip   string
+	}{{"miss", "1.2.3.4"}, {"hit", "25.0.0.1"}} {
+		f := &netx.Flow{Network: netx.TCP, Dst: netx.Addr{IP: netip.MustParseAddr(c.ip), Port: 443}}
+		if s.Match(f) != (c.name == "hit") {
+			b.Fatalf("%s: %s does not %s", c.name, c.ip, c.name)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Match(f)
+			}
+		})
+	}
+}
+
 // benchSRS is the .srs of BENCH_SRS (bench/rulesets/run.sh's), or else
 // 20,000 suffixes and 5,000 CIDRs compiled by the pinned sing-box.
 func benchSRS(b *testing.B) []byte {

@@ -115,4 +115,4 @@ awk -v s="$SUFFIXES" -v c="$CIDRS" -v t="$SETTLE" \
 	printf "target: peak and held RSS <= 0.70x sing-box: %s\n", (syh <= 0.7 * sbh && syr <= 0.7 * sbr) ? "met" : "not met"
 }'
 
-BENCH_SRS="$work/set.srs" go test -run '^$' -bench 'MatchAtScale|LoadSRS' -benchtime "${BENCH_TIME:-1s}" ./ruleset
+BENCH_SRS="$work/set.srs" go test -run '^$' -bench 'MatchAtScale|MatchMixedCIDRs|LoadSRS' -benchtime "${BENCH_TIME:-1s}" ./ruleset
