@@ -22,9 +22,9 @@ func FuzzSRS(f *testing.F) {
 	f.Add(srsSeed([]byte{1, 0, 3, 1, 1, 'x', 0xFF, 0}))
 	f.Add(srsSeed([]byte{1, 0, 6, 1, 0, 0, 0, 0, 0, 0, 0, 1, 4, 10, 0, 0, 0, 4, 10, 255, 255, 255, 0xFF, 0}))
 	f.Add(srsSeed([]byte{1, 0, 2, 0, 1, 0x02, 1, 0x1, 1, 'a', 0xFF, 0}))
-	// a logical and of (network tcp) and an inverted empty rule, nested
-	// in an inverted or
-	f.Add(srsSeed([]byte{1, 1, 0, 2, 0, 1, 1, 3, 't', 'c', 'p', 0xFF, 0, 0, 0xFF, 1, 0}))
+	// a logical and of (network tcp) and an inverted (port 80); an
+	// inverted or of an and of (port 80)
+	f.Add(srsSeed([]byte{1, 1, 0, 2, 0, 1, 1, 3, 't', 'c', 'p', 0xFF, 0, 0, 9, 1, 0, 80, 0xFF, 1, 0}))
 	f.Add(srsSeed([]byte{1, 1, 1, 1, 1, 0, 1, 0, 9, 1, 0, 80, 0xFF, 0, 0, 1}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c compiler

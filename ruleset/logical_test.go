@@ -147,6 +147,13 @@ func TestLogicalRulesRefused(t *testing.T) {
 		{"source", `{"version": 3, "rules": [{"wifi_ssid": "home"}]}`, `does not read the host's network state`},
 		{"source", `{"version": 3, "rules": [` + strings.Repeat(`{"type": "logical", "mode": "and", "rules": [`, 101) + `{"domain": "a"}` +
 			strings.Repeat(`]}`, 101) + `]}`, `nested more than 100 deep`},
+		{"source", `{"version": 3, "rules": [{"invert": true}]}`, `rules[0]: a rule without conditions`},
+		{"source", `{"version": 3, "rules": [{"type": "logical", "mode": "or", "rules": [{}]}]}`, `rules[0].rules[0]: a rule without conditions`},
+		{"srs", string(srsSeed([]byte{1, 0, 0xFF, 1})), `rule 0: a rule without conditions`},
+		{"srs", string(srsSeed([]byte{1, 1, 2, 1, 0, 9, 1, 0, 80, 0xFF, 0, 0})), `rule 0: logical mode 2 is not`},
+		{"srs", string(srsSeed([]byte{1, 1, 0, 0, 0})), `rule 0: a logical rule without rules`},
+		{"srs", string(srsSeed(deepSRS(101))), `nested more than 100 deep`},
+		{"srs", string(srsSeed([]byte{1, 0, 11, 1, 4, 'c', 'u', 'r', 'l', 0xFF, 0})), `process_name is not one switchyard matches in a rule set: switchyard does not look up`},
 		{"clash-classical", "DOMAIN,a.com\nNOT,((DOMAIN,a),(DOMAIN,b))\n", `f:2: NOT takes one rule, not 2`},
 		{"clash-classical", "AND,((DOMAIN,a),(DOMAIN,b)\n", `f:1: unbalanced parentheses`},
 		{"clash-classical", "OR,()\n", `f:1: OR without rules`},
@@ -159,5 +166,28 @@ func TestLogicalRulesRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %q: error %v, want one with %q", c.format, clip(c.text), err, c.want)
 		}
+	}
+}
+
+// deepSRS is one rule: n logical "and"s nested, around a port 80 rule.
+func deepSRS(n int) []byte {
+	b := []byte{1}
+	for range n {
+		b = append(b, 1, 0, 1)
+	}
+	b = append(b, 0, 9, 1, 0, 80, 0xFF, 0)
+	for range n {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func TestDeepSRSWithinTheBound(t *testing.T) {
+	s, err := Parse("d.srs", "srs", srsSeed(deepSRS(100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Match(flowAt("a", 80, netx.TCP)) || s.Match(flowAt("a", 81, netx.TCP)) {
+		t.Error("100 nested ands of port 80: want port 80 only")
 	}
 }

@@ -57,6 +57,12 @@ func (h *headless) hasDest() bool {
 		len(h.domainRegex)+len(h.tries)+len(h.ipCIDR)+len(h.ipSets) > 0
 }
 
+// conditions reports whether a default rule has a key besides invert.
+func (h *headless) conditions() bool {
+	return h.hasDest() || h.logical != nil ||
+		len(h.srcCIDR)+len(h.srcSets)+len(h.port)+len(h.portRange)+len(h.srcPort)+len(h.srcPortRange)+len(h.network) > 0
+}
+
 // entries counts the domain and CIDR entries of the rule and its rules.
 func (h *headless) entries() int {
 	n := len(h.domain) + len(h.domainSuffix) + len(h.subdomains) + len(h.oneLabel) + len(h.domainKeyword) +

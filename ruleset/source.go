@@ -211,6 +211,9 @@ func sourceRule(raw map[string]json.RawMessage, depth int) (headless, error) {
 			return h, fmt.Errorf(": %s: %s", k, err)
 		}
 	}
+	if !h.conditions() {
+		return h, errors.New(": a rule without conditions (sing-box refuses it too: \"missing conditions\")")
+	}
 	return h, nil
 }
 

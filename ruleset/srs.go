@@ -334,6 +334,9 @@ func (r *srsReader) defaultRule() (headless, error) {
 				return h, err
 			}
 			h.invert = inv != 0
+			if !h.conditions() {
+				return h, r.fail("a rule without conditions")
+			}
 			return h, nil
 		default:
 			if name, ok := srsItemNames[item]; ok {
