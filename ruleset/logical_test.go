@@ -66,6 +66,7 @@ var logicalCases = []struct {
 	{"utf-8 exact, a name under", flowAt("www.例子.测试", 443, netx.TCP), false},
 	{"utf-8 suffix", flowAt("www.bücher.de", 443, netx.TCP), true},
 	{"utf-8 suffix, upper case", flowAt("BÜCHER.de", 443, netx.TCP), true},
+	{"utf-8 suffix, upper case non-ASCII only", flowAt("bÜcher.de", 443, netx.TCP), true},
 	{"utf-8 suffix, punycode is another name", flowAt("xn--bcher-kva.de", 443, netx.TCP), false},
 	{"utf-8 subdomains", flowAt("a.ñandú.example", 443, netx.TCP), true},
 	{"utf-8 subdomains, the name itself", flowAt("ñandú.example", 443, netx.TCP), false},
@@ -189,5 +190,17 @@ func TestDeepSRSWithinTheBound(t *testing.T) {
 	}
 	if !s.Match(flowAt("a", 80, netx.TCP)) || s.Match(flowAt("a", 81, netx.TCP)) {
 		t.Error("100 nested ands of port 80: want port 80 only")
+	}
+}
+
+func TestMatchDoesNotAllocate(t *testing.T) {
+	s, err := Parse("l.txt", "clash-classical", []byte(logicalClassical))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*netx.Flow{flowAt("www.bücher.de", 443, netx.TCP), flowAt("n1.example", 443, netx.TCP), flowIP("203.0.113.9")} {
+		if n := testing.AllocsPerRun(100, func() { s.Match(f) }); n != 0 {
+			t.Errorf("%v: %v allocations a match", f.Dst, n)
+		}
 	}
 }

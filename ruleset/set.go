@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"switchyard/netx"
 )
@@ -129,8 +130,8 @@ func (d *dest) match(f *netx.Flow) bool {
 func normalName(n string) string {
 	n = strings.TrimSuffix(n, ".")
 	for i := 0; i < len(n); i++ {
-		if c := n[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(n)
+		if c := n[i]; 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
+			return strings.ToLower(n) // n itself when no letter changes
 		}
 	}
 	return n
