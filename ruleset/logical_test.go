@@ -1,6 +1,7 @@
 package ruleset
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,4 +204,83 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 			t.Errorf("%v: %v allocations a match", f.Dst, n)
 		}
 	}
+}
+
+// broomSRS is one rule of one domain trie: a stem of stem nodes, then
+// leaves leaves under its end: leaves names of stem+1 bytes, no dot.
+func broomSRS(stem, leaves int) []byte {
+	nodes := 1 + stem + leaves
+	var bitmap, leafBits []uint64
+	set := func(bs *[]uint64, i int) {
+		for len(*bs) <= i>>6 {
+			*bs = append(*bs, 0)
+		}
+		(*bs)[i>>6] |= 1 << (i & 63)
+	}
+	pos := 0
+	for range stem { // the root and the stem but its end: one child each
+		pos++ // the child's 0
+		set(&bitmap, pos)
+		pos++
+	}
+	pos += leaves // the stem's end: leaves children
+	set(&bitmap, pos)
+	pos++
+	for n := 1 + stem; n < nodes; n++ {
+		set(&bitmap, pos)
+		set(&leafBits, n)
+		pos++
+	}
+	set(&bitmap, pos) // padding, as a word's tail is
+	labels := make([]byte, stem+leaves)
+	for i := range labels {
+		labels[i] = 'a' + byte(i%26)
+	}
+	b := []byte{1, 0, 2, 1}
+	words := func(ws []uint64) {
+		b = binary.AppendUvarint(b, uint64(len(ws)))
+		for _, w := range ws {
+			b = binary.BigEndian.AppendUint64(b, w)
+		}
+	}
+	words(leafBits)
+	words(bitmap)
+	b = binary.AppendUvarint(b, uint64(len(labels)))
+	b = append(b, labels...)
+	return append(b, 0xFF, 0)
+}
+
+// A small file must not compile into far more memory than its size: the
+// names a trie expands to and the prefixes IP ranges split into are
+// bounded.
+func TestSRSExpansionBounded(t *testing.T) {
+	if s, err := Parse("b.srs", "srs", srsSeed(broomSRS(40, 1000))); err != nil || !s.MatchName(string(reverseOf(40, 7))) {
+		t.Fatalf("a small broom: %v", err)
+	}
+	if _, err := Parse("b.srs", "srs", srsSeed(broomSRS(4000, 70000))); err == nil || !strings.Contains(err.Error(), "the names add up to more than") {
+		t.Errorf("a broom of 280 MB of names: %v", err)
+	}
+	ranges := []byte{1, 0, 6, 1}
+	n := srsMaxPrefixes/62 + 1
+	ranges = binary.BigEndian.AppendUint64(ranges, uint64(n))
+	for range n {
+		ranges = append(ranges, 4, 0, 0, 0, 1, 4, 255, 255, 255, 254)
+	}
+	ranges = append(ranges, 0xFF, 0)
+	if _, err := Parse("r.srs", "srs", srsSeed(ranges)); err == nil || !strings.Contains(err.Error(), "split into more than") {
+		t.Errorf("ranges of 8M prefixes: %v", err)
+	}
+}
+
+// reverseOf is the name of the broom's leaf i (of a stem of stem nodes).
+func reverseOf(stem, i int) []byte {
+	path := make([]byte, 0, stem+1)
+	for j := range stem {
+		path = append(path, 'a'+byte(j%26))
+	}
+	path = append(path, 'a'+byte((stem+i)%26))
+	for l, r := 0, len(path)-1; l < r; l, r = l+1, r-1 {
+		path[l], path[r] = path[r], path[l]
+	}
+	return path
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -64,7 +65,19 @@ type srsReader struct {
 	b    []byte
 	pos  int
 	rule int // the top-level rule being read
+	// What the rules read so far compile to, bounded: a small file must
+	// not expand into more memory than a large list would take.
+	keyBytes, prefixes int
+	scratch            []netip.Prefix
 }
+
+// The bounds of what a .srs compiles to: the names' bytes (a trie shares
+// what its names have in common, the table does not) and the prefixes
+// its IP ranges split into.
+const (
+	srsMaxKeyBytes = 4 * MaxFileSize
+	srsMaxPrefixes = 8 << 20
+)
 
 func (r *srsReader) fail(format string, args ...any) error {
 	where := "in the decompressed rules: "
@@ -372,6 +385,9 @@ func (r *srsReader) domains(h *headless) error {
 	if err != nil {
 		return r.fail("domain: %s", err)
 	}
+	if r.keyBytes += t.keyBytes; r.keyBytes > srsMaxKeyBytes {
+		return r.fail("the names add up to more than %d MiB", srsMaxKeyBytes>>20)
+	}
 	h.tries = append(h.tries, t)
 	return nil
 }
@@ -428,6 +444,10 @@ func (r *srsReader) ipSet() (srsIPSet, error) {
 		if from.Is4() != to.Is4() || to.Less(from) {
 			return srsIPSet{}, r.fail("IP range %s-%s is not a range", from, to)
 		}
+		r.scratch = appendRange(r.scratch[:0], from, to)
+		if r.prefixes += len(r.scratch); r.prefixes > srsMaxPrefixes {
+			return srsIPSet{}, r.fail("the IP ranges split into more than %d prefixes", srsMaxPrefixes)
+		}
 	}
 	return srsIPSet{raw: r.b[start:r.pos], n: int(n)}, nil
 }
@@ -448,40 +468,74 @@ func (r *srsReader) addr() (netip.Addr, error) {
 	return a.Unmap(), nil
 }
 
-// appendRange appends the fewest prefixes covering from..to.
+// appendRange appends the fewest prefixes covering from..to (one
+// family, from not after to): at each step the largest block aligned at
+// from that does not pass to.
 func appendRange(out []netip.Prefix, from, to netip.Addr) []netip.Prefix {
+	bitLen := from.BitLen()
+	a, b := u128Of(from), u128Of(to)
 	for {
-		bits := from.BitLen()
-		// The shortest prefix at from that does not pass to.
-		p := netip.PrefixFrom(from, bits)
-		for l := bits - 1; l >= 0; l-- {
-			q, _ := from.Prefix(l)
-			if q.Addr() != from || lastAddr(q).Compare(to) > 0 {
-				break
-			}
-			p = q
+		k := min(a.trailingZeros(), bitLen)
+		for k > 0 && a.or(ones(k)).greater(b) {
+			k--
 		}
-		out = append(out, p)
-		last := lastAddr(p)
-		if last.Compare(to) >= 0 {
+		out = append(out, netip.PrefixFrom(a.addr(bitLen), bitLen-k))
+		last := a.or(ones(k))
+		if !b.greater(last) {
 			return out
 		}
-		from = last.Next()
+		a = last.next()
 	}
 }
 
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Addr().As16()
-	off := 0
-	if p.Addr().Is4() {
-		off = 12
+// u128 is an address as a 128-bit number (an IPv4 one in the low 32 bits).
+type u128 struct{ hi, lo uint64 }
+
+func u128Of(a netip.Addr) u128 {
+	if a.Is4() {
+		b := a.As4()
+		return u128{0, uint64(binary.BigEndian.Uint32(b[:]))}
 	}
-	bits := p.Bits() + off*8
-	for i := bits; i < 128; i++ {
-		a[i/8] |= 1 << (7 - i%8)
+	b := a.As16()
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+func (x u128) addr(bitLen int) netip.Addr {
+	if bitLen == 32 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(x.lo))
+		return netip.AddrFrom4(b)
 	}
-	if p.Addr().Is4() {
-		return netip.AddrFrom4([4]byte(a[12:]))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], x.hi)
+	binary.BigEndian.PutUint64(b[8:], x.lo)
+	return netip.AddrFrom16(b)
+}
+
+func (x u128) trailingZeros() int {
+	if x.lo != 0 {
+		return bits.TrailingZeros64(x.lo)
 	}
-	return netip.AddrFrom16(a)
+	return 64 + bits.TrailingZeros64(x.hi)
+}
+
+// ones is the number of k low bits set.
+func ones(k int) u128 {
+	switch {
+	case k >= 128:
+		return u128{^uint64(0), ^uint64(0)}
+	case k >= 64:
+		return u128{1<<(k-64) - 1, ^uint64(0)}
+	}
+	return u128{0, 1<<k - 1}
+}
+
+func (x u128) or(y u128) u128      { return u128{x.hi | y.hi, x.lo | y.lo} }
+func (x u128) greater(y u128) bool { return x.hi > y.hi || x.hi == y.hi && x.lo > y.lo }
+
+func (x u128) next() u128 {
+	if x.lo++; x.lo == 0 {
+		x.hi++
+	}
+	return x
 }

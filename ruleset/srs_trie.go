@@ -25,6 +25,7 @@ type srsTrie struct {
 	rank           []uint32 // 1 bits before each word of bitmap
 	samples        []uint32 // the word of every 64th 1 bit
 	keys           int
+	keyBytes       int // the keys' lengths, summed
 }
 
 func newSRSTrie(leaves, bitmap []uint64, labels []byte) (*srsTrie, error) {
@@ -44,20 +45,18 @@ func newSRSTrie(leaves, bitmap []uint64, labels []byte) (*srsTrie, error) {
 	if z := t.select1(nodes-1) - (nodes - 1); z != len(labels) {
 		return nil, fmt.Errorf("malformed trie: %d labels for %d children", len(labels), z)
 	}
-	// The depth, level by level: level [lo, hi)'s children are the nodes
-	// up to the number of 0 bits before the close of node hi-1.
+	// Level by level: level [lo, hi)'s children are the nodes up to the
+	// number of 0 bits before the close of node hi-1. A key's length is
+	// its leaf's level.
 	depth := 0
 	for lo, hi := 0, 1; hi > lo; depth++ {
 		if depth > maxKeyLen {
 			return nil, fmt.Errorf("a name longer than %d bytes", maxKeyLen)
 		}
+		n := t.leavesIn(lo, hi)
+		t.keys += n
+		t.keyBytes += n * depth
 		lo, hi = hi, t.select1(hi-1)-(hi-1)+1
-	}
-	for i, w := range leaves {
-		if rest := nodes - i*64; rest < 64 {
-			w &= 1<<max(rest, 0) - 1
-		}
-		t.keys += bits.OnesCount64(w)
 	}
 	return t, nil
 }
@@ -86,6 +85,20 @@ func selectInWord(x uint64, j int) int {
 		x &= x - 1
 	}
 	return pos + bits.TrailingZeros64(x)
+}
+
+// leavesIn counts the leaves among nodes lo to hi-1.
+func (t *srsTrie) leavesIn(lo, hi int) int {
+	n := 0
+	for i := lo; i < hi && i>>6 < len(t.leaves); {
+		w := t.leaves[i>>6] >> (i & 63)
+		if end := (i | 63) + 1; end > hi {
+			w &= 1<<(hi-i) - 1
+		}
+		n += bits.OnesCount64(w)
+		i = (i | 63) + 1
+	}
+	return n
 }
 
 func (t *srsTrie) leaf(n int) bool { return n>>6 < len(t.leaves) && t.leaves[n>>6]&(1<<(n&63)) != 0 }
