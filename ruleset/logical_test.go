@@ -208,7 +208,10 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 
 // broomSRS is one rule of one domain trie: a stem of stem nodes, then
 // leaves leaves under its end: leaves names of stem+1 bytes, no dot.
-func broomSRS(stem, leaves int) []byte {
+func broomSRS(stem, leaves int) []byte { return broomLabeled(stem, leaves, 0) }
+
+// broomLabeled is broomSRS with every leaf's label leaf (when not 0).
+func broomLabeled(stem, leaves int, leaf byte) []byte {
 	nodes := 1 + stem + leaves
 	var bitmap, leafBits []uint64
 	set := func(bs *[]uint64, i int) {
@@ -235,6 +238,9 @@ func broomSRS(stem, leaves int) []byte {
 	labels := make([]byte, stem+leaves)
 	for i := range labels {
 		labels[i] = 'a' + byte(i%26)
+		if i >= stem && leaf != 0 {
+			labels[i] = leaf
+		}
 	}
 	b := []byte{1, 0, 2, 1}
 	words := func(ws []uint64) {
@@ -257,8 +263,16 @@ func TestSRSExpansionBounded(t *testing.T) {
 	if s, err := Parse("b.srs", "srs", srsSeed(broomSRS(40, 1000))); err != nil || !s.MatchName(string(reverseOf(40, 7))) {
 		t.Fatalf("a small broom: %v", err)
 	}
-	if _, err := Parse("b.srs", "srs", srsSeed(broomSRS(4000, 70000))); err == nil || !strings.Contains(err.Error(), "the names add up to more than") {
-		t.Errorf("a broom of 280 MB of names: %v", err)
+	if _, err := Parse("b.srs", "srs", srsSeed(broomSRS(4000, 20000))); err == nil || !strings.Contains(err.Error(), "the names add up to more than") {
+		t.Errorf("a broom of 80 MB of names: %v", err)
+	}
+	// "\r" + "cba": the names ending in "cba"
+	if s, err := Parse("p.srs", "srs", srsSeed(broomLabeled(3, 1, '\r'))); err != nil ||
+		!s.MatchName("xcba") || !s.MatchName("cba") || s.MatchName("cbax") {
+		t.Errorf("a plain string suffix: %v", err)
+	}
+	if _, err := Parse("p.srs", "srs", srsSeed(broomLabeled(3, 1001, '\r'))); err == nil || !strings.Contains(err.Error(), "more than 1000 plain string suffixes") {
+		t.Errorf("1001 plain string suffixes: %v", err)
 	}
 	ranges := []byte{1, 0, 6, 1}
 	n := srsMaxPrefixes/62 + 1

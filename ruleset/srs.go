@@ -75,7 +75,7 @@ type srsReader struct {
 // what its names have in common, the table does not) and the prefixes
 // its IP ranges split into.
 const (
-	srsMaxKeyBytes = 4 * MaxFileSize
+	srsMaxKeyBytes = MaxFileSize
 	srsMaxPrefixes = 8 << 20
 )
 

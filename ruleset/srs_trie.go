@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
+	"sort"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,7 @@ type srsTrie struct {
 	samples        []uint32 // the word of every 64th 1 bit
 	keys           int
 	keyBytes       int // the keys' lengths, summed
+	plain          int // keys "\rx"
 }
 
 func newSRSTrie(leaves, bitmap []uint64, labels []byte) (*srsTrie, error) {
@@ -58,7 +60,28 @@ func newSRSTrie(leaves, bitmap []uint64, labels []byte) (*srsTrie, error) {
 		t.keyBytes += n * depth
 		lo, hi = hi, t.select1(hi-1)-(hi-1)+1
 	}
+	// A key "\rx" (x a plain string suffix, not "\r.x") becomes a regular
+	// expression; sing-box does not write them, so a few are enough.
+	for n := 1; n < nodes; n++ {
+		if labels[n-1] != srsPrefixLabel || !t.leaf(n) {
+			continue
+		}
+		if parent := t.select0(n-1) - (n - 1); parent == 0 || labels[parent-1] != '.' {
+			if t.plain++; t.plain > srsMaxPlain {
+				return nil, fmt.Errorf("more than %d plain string suffixes (\"\\r\" keys not followed by a dot)", srsMaxPlain)
+			}
+		}
+	}
 	return t, nil
+}
+
+// srsMaxPlain bounds the plain string suffixes of a trie.
+const srsMaxPlain = 1000
+
+// select0 is the position of the k-th 0 bit (from 0).
+func (t *srsTrie) select0(k int) int {
+	w := sort.Search(len(t.bitmap), func(i int) bool { return (i+1)*64-int(t.rank[i+1]) > k })
+	return w*64 + selectInWord(^t.bitmap[w], k-(w*64-int(t.rank[w])))
 }
 
 // select1 is the position of the k-th 1 bit (from 0); -1 for k = -1.
