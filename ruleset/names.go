@@ -45,7 +45,7 @@ const maxLoad = 6.5
 // init readies an empty table sized for about hint nodes.
 func (t *nameTable) init(hint int) {
 	t.seed = maphash.MakeSeed()
-	t.arena = [][]byte{make([]byte, 1, chunkSize)}
+	t.arena = [][]byte{make([]byte, 1, min(chunkSize, max(64, hint*12)))}
 	t.alloc(hint)
 }
 
@@ -111,10 +111,16 @@ func (t *nameTable) findOrAdd(parent uint32, label []byte) uint32 {
 	}
 	need := 5 + binary.MaxVarintLen64 + len(label)
 	last := len(t.arena) - 1
-	if c := t.arena[last]; len(c)+need > cap(c) || len(c) >= chunkSize {
-		if last+1 > 0xffff {
-			return 0
-		}
+	switch c := t.arena[last]; {
+	case len(c)+need <= cap(c) && len(c) < chunkSize:
+	case len(c)+need <= chunkSize:
+		// A small table's one chunk grows as a slice does (ids are
+		// positions, not pointers), so that it does not start at a
+		// chunk's size.
+		t.arena[last] = append(make([]byte, 0, min(chunkSize, max(2*cap(c), len(c)+need))), c...)
+	case last+1 > 0xffff:
+		return 0
+	default:
 		t.arena = append(t.arena, make([]byte, 0, max(chunkSize, need)))
 		last++
 	}
