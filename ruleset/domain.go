@@ -10,9 +10,9 @@
 // Memory (bench/rulesets/run.sh, BenchmarkMatchAtScale, BenchmarkLoadSRS):
 // 200,000 domain suffixes and 50,000 CIDRs hold 4.3 MB of heap (12.9 MB
 // with a hash set of strings per kind and bart for the CIDRs), a lookup
-// costs 15-130 ns and no allocation, and loading their .srs allocates
+// costs 15-290 ns (on a shared machine) and no allocation, and loading their .srs allocates
 // 10.4 MB in all, its transients included (122 MB when the trie was
-// decoded into strings first). A process holding the set peaks at 0.60
+// decoded into strings first). A process holding the set peaks at 0.57
 // and holds 0.66 times the resident memory of sing-box holding the same
 // .srs.
 package ruleset
