@@ -2,6 +2,7 @@ package ruleset
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 
 	"github.com/gaissmai/bart"
@@ -27,15 +28,15 @@ type ipTable struct {
 type lenSet struct {
 	mask  uint32
 	zero  bool
+	key   uint64 // random: so that a list cannot be made to collide
 	slots []uint32
 }
 
-func hash32(x uint32) uint32 {
-	x ^= x >> 16
-	x *= 0x85ebca6b
-	x ^= x >> 13
-	x *= 0xc2b2ae35
-	return x ^ x>>16
+func (s *lenSet) hash(x uint32) uint32 {
+	h := (uint64(x) ^ s.key) * 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return uint32(h ^ h>>33)
 }
 
 func (s *lenSet) has(a uint32) bool {
@@ -44,7 +45,7 @@ func (s *lenSet) has(a uint32) bool {
 		return s.zero
 	}
 	m := uint32(len(s.slots) - 1)
-	for i := hash32(a) & m; ; i = (i + 1) & m {
+	for i := s.hash(a) & m; ; i = (i + 1) & m {
 		switch s.slots[i] {
 		case a:
 			return true
@@ -60,7 +61,7 @@ func (s *lenSet) add(a uint32) {
 		return
 	}
 	m := uint32(len(s.slots) - 1)
-	i := hash32(a) & m
+	i := s.hash(a) & m
 	for s.slots[i] != 0 && s.slots[i] != a {
 		i = (i + 1) & m
 	}
@@ -150,7 +151,7 @@ func (b *ipBuilder) Build() *ipTable {
 			size *= 2
 		}
 		idx[l] = len(t.v4)
-		t.v4 = append(t.v4, lenSet{mask: ^uint32(0) << (32 - l), slots: make([]uint32, size)}) // /0: mask 0
+		t.v4 = append(t.v4, lenSet{mask: ^uint32(0) << (32 - l), key: rand.Uint64(), slots: make([]uint32, size)}) // /0: mask 0
 	}
 	for _, x := range b.v4 {
 		l := int(x & 0xff)
