@@ -90,3 +90,31 @@ func TestLongListsMatch(t *testing.T) {
 
 func netipPrefix(s string) netip.Prefix     { return netip.MustParsePrefix(s) }
 func netipAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// A rule set's logical rules are evaluated for each flow a [[rules]] rule
+// naming the set is asked about.
+func TestRuleSetLogicalRules(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "l.txt")
+	text := "AND,((DOMAIN-SUFFIX,video.example),(NOT,((NETWORK,UDP))))\nOR,((DST-PORT,853),(DOMAIN,dot.example))\n"
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Compile(spec.Rule{RuleSet: []spec.RuleSet{{Tag: "l", Path: p, Format: "clash-classical"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    netx.Flow
+		want bool
+	}{
+		{netx.Flow{Network: netx.TCP, Dst: netx.DomainAddr("cdn.video.example", 443)}, true},
+		{netx.Flow{Network: netx.UDP, Dst: netx.DomainAddr("cdn.video.example", 443)}, false},
+		{netx.Flow{Network: netx.TCP, Dst: netx.Addr{IP: ip("9.9.9.9"), Port: 853}}, true},
+		{netx.Flow{Network: netx.UDP, Dst: netx.DomainAddr("dot.example", 53)}, true},
+		{netx.Flow{Network: netx.TCP, Dst: netx.DomainAddr("other.example", 443)}, false},
+	} {
+		if got := r.Match(&c.f); got != c.want {
+			t.Errorf("%v %v: %v, want %v", c.f.Network, c.f.Dst, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package ruleset
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -11,12 +12,11 @@ import (
 	"switchyard/netx"
 )
 
-// clashEntries splits a Clash rule-provider file into its entries: the
-// text form (one entry a line) or the YAML form (a "payload:" list). Empty
-// lines and comments are skipped; each entry keeps its line number.
-func clashEntries(data []byte) ([]entry, error) {
-	var out []entry
-	yaml := false
+// clashEntries calls fn with each entry of a Clash rule-provider file,
+// in the text form (one entry a line) or the YAML form (a "payload:"
+// list), and its line number. Empty lines and comments are skipped.
+func clashEntries(data []byte, fn func(line int, text string) error) error {
+	yaml, seen := false, false
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	line := 0
@@ -26,14 +26,14 @@ func clashEntries(data []byte) ([]entry, error) {
 		if t == "" || t[0] == '#' || strings.HasPrefix(t, "//") {
 			continue
 		}
-		if !yaml && len(out) == 0 && t == "payload:" {
+		if !yaml && !seen && t == "payload:" {
 			yaml = true
 			continue
 		}
 		if yaml {
 			v, ok := strings.CutPrefix(t, "-")
 			if !ok {
-				return nil, errAt(line, "%q is not a list item of payload (\"- value\")", clip(t))
+				return errAt(line, "%q is not a list item of payload (\"- value\")", clip(t))
 			}
 			v = strings.TrimSpace(v)
 			if i := strings.Index(v, " #"); i >= 0 && v[0] != '\'' && v[0] != '"' {
@@ -41,24 +41,22 @@ func clashEntries(data []byte) ([]entry, error) {
 			}
 			uq, err := unquoteYAML(v)
 			if err != nil {
-				return nil, errAt(line, "%s", err)
+				return errAt(line, "%s", err)
 			}
 			t = uq
 		}
 		if t == "" {
-			return nil, errAt(line, "empty entry")
+			return errAt(line, "empty entry")
 		}
-		out = append(out, entry{line, t})
+		seen = true
+		if err := fn(line, t); err != nil {
+			return errAt(line, "%s", err)
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, errAt(line+1, "%s", err)
+		return errAt(line+1, "%s", err)
 	}
-	return out, nil
-}
-
-type entry struct {
-	line int
-	text string
+	return nil
 }
 
 type textError string
@@ -95,19 +93,16 @@ func clip(s string) string {
 // parseClashDomain reads a Clash "domain" rule provider: "+.x" is x and
 // every name under it, ".x" the names under x only, "*.x" the names one
 // label under x, a "*" elsewhere one label, anything else the exact name.
-func parseClashDomain(data []byte) ([]headless, error) {
-	es, err := clashEntries(data)
-	if err != nil {
-		return nil, err
-	}
-	h := headless{line: 1}
-	var b wildcards
-	for _, e := range es {
-		if err := b.add(&h, e.text); err != nil {
-			return nil, errAt(e.line, "%s", err)
+// Each entry goes straight into the set's names.
+func parseClashDomain(data []byte, c *compiler) error {
+	return clashEntries(data, func(line int, text string) error {
+		h := headless{line: line}
+		if err := (wildcards{}).add(&h, text); err != nil {
+			return err
 		}
-	}
-	return []headless{h}, nil
+		c.add(&h)
+		return nil
+	})
 }
 
 type wildcards struct{}
@@ -165,43 +160,41 @@ func checkName(s string) error {
 
 // parseClashIPCIDR reads a Clash "ipcidr" rule provider: one prefix (or
 // address) an entry.
-func parseClashIPCIDR(data []byte) ([]headless, error) {
-	es, err := clashEntries(data)
-	if err != nil {
-		return nil, err
-	}
-	h := headless{line: 1}
-	for _, e := range es {
-		p, ok := ParsePrefix(e.text)
+func parseClashIPCIDR(data []byte, c *compiler) error {
+	return clashEntries(data, func(line int, text string) error {
+		p, ok := ParsePrefix(text)
 		if !ok {
-			return nil, errAt(e.line, "%q is not an IP prefix or address", clip(e.text))
+			return textError(strconv.Quote(clip(text)) + " is not an IP prefix or address")
 		}
-		h.ipCIDR = append(h.ipCIDR, p)
-	}
-	return []headless{h}, nil
+		c.ips.add(p)
+		c.entries++
+		return nil
+	})
 }
 
 // parseClashClassical reads a Clash "classical" rule provider: one rule a
-// line, "TYPE,VALUE[,no-resolve]", without a target.
-func parseClashClassical(data []byte) ([]headless, error) {
-	es, err := clashEntries(data)
-	if err != nil {
-		return nil, err
-	}
-	hs := make([]headless, 0, len(es))
-	for _, e := range es {
-		h, err := classicalRule(e.text)
+// line, "TYPE,VALUE[,no-resolve]" or a logical "AND,((...),(...))",
+// "OR,((...),(...))", "NOT,((...))", without a target.
+func parseClashClassical(data []byte, c *compiler) error {
+	return clashEntries(data, func(line int, text string) error {
+		h, err := classicalRule(text, 0)
 		if err != nil {
-			return nil, errAt(e.line, "%s", err)
+			return err
 		}
-		h.line = e.line
-		hs = append(hs, h)
-	}
-	return hs, nil
+		h.line = line
+		c.add(&h)
+		return nil
+	})
 }
 
-func classicalRule(s string) (headless, error) {
+func classicalRule(s string, depth int) (headless, error) {
 	var h headless
+	if typ, rest, ok := strings.Cut(s, ","); ok {
+		switch t := strings.ToUpper(strings.TrimSpace(typ)); t {
+		case "AND", "OR", "NOT":
+			return clashLogical(t, strings.TrimSpace(rest), depth)
+		}
+	}
 	parts := strings.Split(s, ",")
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
@@ -273,9 +266,100 @@ func classicalRule(s string) (headless, error) {
 		}
 	default:
 		return h, textError("rule type " + strconv.Quote(parts[0]) + " is not one switchyard matches in a rule set " +
-			"(DOMAIN, DOMAIN-SUFFIX, DOMAIN-KEYWORD, DOMAIN-REGEX, DOMAIN-WILDCARD, IP-CIDR, IP-CIDR6, SRC-IP-CIDR, DST-PORT, SRC-PORT, NETWORK)")
+			"(DOMAIN, DOMAIN-SUFFIX, DOMAIN-KEYWORD, DOMAIN-REGEX, DOMAIN-WILDCARD, IP-CIDR, IP-CIDR6, SRC-IP-CIDR, DST-PORT, SRC-PORT, " +
+			"NETWORK, AND, OR, NOT)" + whyNotClash(typ))
 	}
 	return h, nil
+}
+
+// whyNotClash says why a Clash rule type is not matched in a rule set.
+func whyNotClash(typ string) string {
+	switch typ {
+	case "PROCESS-NAME", "PROCESS-PATH", "PROCESS-NAME-REGEX", "PROCESS-PATH-REGEX", "UID":
+		return ": switchyard does not look up the process that opened a connection"
+	case "GEOSITE":
+		return ": geosite databases are not read; use the list as a rule set of its own (a sing-box .srs or a Clash domain list)"
+	case "GEOIP", "SRC-GEOIP", "IP-ASN", "SRC-IP-ASN":
+		return ": a rule set holds no database; use a rule's geoip key, or the list's CIDRs as an ipcidr rule set"
+	case "RULE-SET", "SUB-RULE":
+		return ": a rule set cannot name another"
+	case "MATCH":
+		return ": a rule set has no final rule; the route's final outbound is that"
+	case "IN-PORT", "IN-TYPE", "IN-USER", "IN-NAME":
+		return ": a rule set does not match inbounds; use a rule's inbound key"
+	case "DSCP", "IP-SUFFIX", "SRC-IP-SUFFIX":
+		return ": not read by switchyard"
+	}
+	return ""
+}
+
+// clashLogical reads the payload of a Clash logical rule:
+// "((RULE),(RULE),...)", each RULE a classical rule (logical ones too),
+// then no option but no-resolve or src.
+func clashLogical(typ, payload string, depth int) (headless, error) {
+	if depth >= maxDepth {
+		return headless{}, textError(fmt.Sprintf("logical rules nested more than %d deep", maxDepth))
+	}
+	if !strings.HasPrefix(payload, "(") {
+		return headless{}, textError(typ + " needs its rules in parentheses: " + typ + ",((RULE),(RULE))")
+	}
+	end := closing(payload, 0)
+	if end < 0 {
+		return headless{}, textError("unbalanced parentheses in " + strconv.Quote(clip(payload)))
+	}
+	for _, opt := range strings.Split(payload[end+1:], ",")[1:] {
+		if o := strings.TrimSpace(opt); o != "no-resolve" && o != "src" {
+			return headless{}, textError("unknown option " + strconv.Quote(o) + " after " + typ + "'s rules")
+		}
+	}
+	if rest := strings.TrimSpace(payload[end+1:]); rest != "" && rest[0] != ',' {
+		return headless{}, textError(strconv.Quote(clip(rest)) + " after " + typ + "'s rules")
+	}
+	inner := payload[1:end]
+	l := &logical{and: typ != "OR", invert: typ == "NOT"}
+	for i := 0; i < len(inner); {
+		switch inner[i] {
+		case ' ', '\t', ',':
+			i++
+			continue
+		case '(':
+		default:
+			return headless{}, textError(typ + ": each rule is in parentheses, at " + strconv.Quote(clip(inner[i:])))
+		}
+		j := closing(inner, i)
+		if j < 0 {
+			return headless{}, textError("unbalanced parentheses in " + strconv.Quote(clip(inner[i:])))
+		}
+		sub, err := classicalRule(strings.TrimSpace(inner[i+1:j]), depth+1)
+		if err != nil {
+			return headless{}, textError(typ + ": " + err.Error())
+		}
+		l.rules = append(l.rules, sub)
+		i = j + 1
+	}
+	switch {
+	case len(l.rules) == 0:
+		return headless{}, textError(typ + " without rules")
+	case typ == "NOT" && len(l.rules) != 1:
+		return headless{}, textError(fmt.Sprintf("NOT takes one rule, not %d", len(l.rules)))
+	}
+	return headless{logical: l}, nil
+}
+
+// closing is the index of the parenthesis closing the one at s[i], or -1.
+func closing(s string, i int) int {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // clashPorts reads "443", "1000-2000" or "80/443/8000-9000".

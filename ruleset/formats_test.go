@@ -161,7 +161,7 @@ func TestSourceSemantics(t *testing.T) {
 	}
 }
 
-func singBox(t *testing.T) string {
+func singBox(t testing.TB) string {
 	t.Helper()
 	root, _ := filepath.Abs("..")
 	out, err := exec.Command(filepath.Join(root, "scripts", "peers.sh"), "path", "sing-box").Output()
@@ -226,7 +226,7 @@ func TestBrokenFilesNameTheLine(t *testing.T) {
 		{"clash-classical", "DOMAIN,a.com\nPROCESS-NAME,curl\n", "f:2: "},
 		{"clash-classical", "payload:\n  - DOMAIN,a.com\n  oops\n", "f:3: "},
 		{"source", "{\"version\": 2,\n \"rules\": [\n  {\"domain\": \"a\"},\n  {\"process_name\": \"x\"}\n]}", "f:4: rules[1]: key \"process_name\""},
-		{"source", "{\"version\": 2,\n \"rules\": [\n  {\"type\": \"logical\", \"mode\": \"and\", \"rules\": []}]}", "f:3: rules[0]: a rule of type \"logical\""},
+		{"source", "{\"version\": 2,\n \"rules\": [\n  {\"type\": \"logical\", \"mode\": \"and\", \"rules\": []}]}", "f:3: rules[0]: a logical rule needs at least one rule"},
 		{"source", "{\"version\": 2,\n \"rules\": [\n  {\"domain\": [1]}]}", "f:3: rules[0]: domain"},
 		{"source", "{\"version\": 9, \"rules\": []}", "f:1: version 9"},
 		{"source", "{\"version\": 2,\n\n \"rules\": [ {\"domain\": \"a\",, }]}", "f:3: "},

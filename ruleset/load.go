@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 )
 
@@ -71,17 +72,35 @@ func Load(path, format string) (*Set, error) {
 	if err != nil {
 		return nil, &Error{Path: path, Offset: -1, Msg: err.Error()}
 	}
-	return Parse(path, format, data)
+	s, compiled, err := parseCached(path, format, data)
+	if compiled && len(data) >= releaseAfter {
+		// The file, the inflated rules and the builders' spare room are
+		// garbage now: return them to the system once, rather than have
+		// the process keep the load's peak.
+		debug.FreeOSMemory()
+	}
+	return s, err
 }
+
+// releaseAfter is the file size from which a load returns its transient
+// memory to the system when done.
+const releaseAfter = 256 << 10
 
 // Parse compiles data, the content of the rule set at path, in format.
 func Parse(path, format string, data []byte) (*Set, error) {
+	s, _, err := parseCached(path, format, data)
+	return s, err
+}
+
+// parseCached is Parse, and whether it compiled (rather than found the
+// compiled form in the cache).
+func parseCached(path, format string, data []byte) (*Set, bool, error) {
 	k := cacheKey{format: format, sum: sha256.Sum256(data)}
 	if s := cacheGet(k); s != nil {
-		return s, nil
+		return s, false, nil
 	}
-	hs, err := parse(format, data)
-	if err != nil {
+	var c compiler
+	if err := parse(format, data, &c); err != nil {
 		e := &Error{Path: path, Offset: -1, Msg: err.Error()}
 		var le *lineError
 		var oe *offsetError
@@ -91,27 +110,28 @@ func Parse(path, format string, data []byte) (*Set, error) {
 		case errors.As(err, &oe):
 			e.Offset, e.Msg = oe.off, oe.msg
 		}
-		return nil, e
+		return nil, true, e
 	}
-	s := compile(hs)
+	s := c.finish()
 	cachePut(k, s)
-	return s, nil
+	return s, true, nil
 }
 
-func parse(format string, data []byte) ([]headless, error) {
+// parse reads data in format, giving c each rule as it is read.
+func parse(format string, data []byte, c *compiler) error {
 	switch format {
 	case "srs":
-		return parseSRS(data)
+		return parseSRS(data, c)
 	case "source":
-		return parseSource(data)
+		return parseSource(data, c)
 	case "clash-domain":
-		return parseClashDomain(data)
+		return parseClashDomain(data, c)
 	case "clash-ipcidr":
-		return parseClashIPCIDR(data)
+		return parseClashIPCIDR(data, c)
 	case "clash-classical":
-		return parseClashClassical(data)
+		return parseClashClassical(data, c)
 	}
-	return nil, fmt.Errorf("unknown format %q", format)
+	return fmt.Errorf("unknown format %q", format)
 }
 
 func readFile(path string) ([]byte, error) {

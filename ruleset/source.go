@@ -22,7 +22,7 @@ const sourceVersionMax = 5
 
 // parseSource reads a sing-box source rule set:
 // {"version": N, "rules": [headless rule, ...]}.
-func parseSource(data []byte) ([]headless, error) {
+func parseSource(data []byte, c *compiler) error {
 	lines := newLineIndex(data)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -44,71 +44,70 @@ func parseSource(data []byte) ([]headless, error) {
 		return fail(dec.InputOffset(), "%s", err)
 	}
 	if t, err := dec.Token(); err != nil {
-		return nil, syntax(err)
+		return syntax(err)
 	} else if d, ok := t.(json.Delim); !ok || d != '{' {
-		return nil, fail(0, "a source rule set is a JSON object {\"version\": N, \"rules\": [...]}")
+		return fail(0, "a source rule set is a JSON object {\"version\": N, \"rules\": [...]}")
 	}
-	var hs []headless
 	version, sawRules := 0, false
 	for dec.More() {
 		off := dec.InputOffset()
 		t, err := dec.Token()
 		if err != nil {
-			return nil, syntax(err)
+			return syntax(err)
 		}
 		key, _ := t.(string)
 		switch key {
 		case "version":
 			var n json.Number
 			if err := dec.Decode(&n); err != nil {
-				return nil, syntax(err)
+				return syntax(err)
 			}
 			v, err := strconv.Atoi(n.String())
 			if err != nil || v < 1 || v > sourceVersionMax {
-				return nil, fail(off, "version %s is not a sing-box rule-set version 1..%d", n, sourceVersionMax)
+				return fail(off, "version %s is not a sing-box rule-set version 1..%d", n, sourceVersionMax)
 			}
 			version = v
 		case "rules":
 			sawRules = true
 			if t, err := dec.Token(); err != nil {
-				return nil, syntax(err)
+				return syntax(err)
 			} else if d, ok := t.(json.Delim); !ok || d != '[' {
-				return nil, fail(off, "rules must be a list")
+				return fail(off, "rules must be a list")
 			}
 			for i := 0; dec.More(); i++ {
 				start := dec.InputOffset()
 				var raw map[string]json.RawMessage
 				if err := dec.Decode(&raw); err != nil {
-					return nil, syntax(err)
+					return syntax(err)
 				}
-				h, err := sourceRule(raw)
+				h, err := sourceRule(raw, 0)
 				line := lines.line(start + int64(countSpace(data[start:])))
 				if err != nil {
-					return nil, errAt(line, "rules[%d]: %s", i, err)
+					return errAt(line, "rules[%d]%s", i, err)
 				}
 				h.line = line
-				hs = append(hs, h)
+				c.add(&h)
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, syntax(err)
+				return syntax(err)
 			}
 		default:
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
-				return nil, syntax(err)
+				return syntax(err)
 			}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, syntax(err)
+		return syntax(err)
 	}
 	if version == 0 {
-		return nil, fail(0, "the version key is missing")
+		return fail(0, "the version key is missing")
 	}
 	if !sawRules {
-		return nil, fail(0, "the rules key is missing")
+		return fail(0, "the rules key is missing")
 	}
-	return hs, nil
+	return nil
 }
 
 func countSpace(b []byte) int {
@@ -119,22 +118,23 @@ func countSpace(b []byte) int {
 	return n
 }
 
-// sourceRule converts one headless rule. sing-box lets a list key be one
-// string instead of a list.
-func sourceRule(raw map[string]json.RawMessage) (headless, error) {
+// sourceRule converts one headless rule at nesting depth. sing-box lets
+// a list key be one string instead of a list. An error starts with the
+// path to the key (": ..." at the rule itself, ".rules[1]: ..." in one of
+// a logical rule's rules).
+func sourceRule(raw map[string]json.RawMessage, depth int) (headless, error) {
 	var h headless
 	if t, ok := raw["type"]; ok {
 		var typ string
 		if err := json.Unmarshal(t, &typ); err != nil {
-			return h, fmt.Errorf("type: %s", err)
+			return h, fmt.Errorf(": type: %s", err)
 		}
 		switch typ {
 		case "", "default":
 		case "logical":
-			return h, errors.New(`a rule of type "logical" (and/or of sub-rules) is not matched by switchyard's rule sets: ` +
-				"write its sub-rules as separate rules (or) or as keys of one rule (and)")
+			return logicalRule(raw, depth)
 		default:
-			return h, fmt.Errorf("unknown rule type %q", typ)
+			return h, fmt.Errorf(": unknown rule type %q (default or logical)", typ)
 		}
 	}
 	keys := make([]string, 0, len(raw))
@@ -171,7 +171,7 @@ func sourceRule(raw map[string]json.RawMessage) (headless, error) {
 				for _, s := range ss {
 					re, rerr := regexp.Compile(s)
 					if rerr != nil {
-						return h, fmt.Errorf("domain_regex %q: %s", s, strings.TrimPrefix(rerr.Error(), "error parsing regexp: "))
+						return h, fmt.Errorf(": domain_regex %q: %s", s, strings.TrimPrefix(rerr.Error(), "error parsing regexp: "))
 					}
 					h.domainRegex = append(h.domainRegex, re)
 				}
@@ -198,19 +198,89 @@ func sourceRule(raw map[string]json.RawMessage) (headless, error) {
 					case "udp":
 						h.network = append(h.network, netx.UDP)
 					default:
-						return h, fmt.Errorf("network %q is not tcp or udp", s)
+						return h, fmt.Errorf(": network %q is not tcp or udp", s)
 					}
 				}
 			}
 		default:
-			return h, fmt.Errorf("key %q is not one switchyard matches in a rule set (domain, domain_suffix, domain_keyword, "+
-				"domain_regex, ip_cidr, source_ip_cidr, port, port_range, source_port, source_port_range, network, invert)", k)
+			return h, fmt.Errorf(": key %q is not one switchyard matches in a rule set (domain, domain_suffix, domain_keyword, "+
+				"domain_regex, ip_cidr, source_ip_cidr, port, port_range, source_port, source_port_range, network, invert; "+
+				"or type \"logical\" with mode, rules and invert)%s", k, whyNot(k))
 		}
 		if err != nil {
-			return h, fmt.Errorf("%s: %s", k, err)
+			return h, fmt.Errorf(": %s: %s", k, err)
 		}
 	}
+	if !h.conditions() {
+		return h, errors.New(": a rule without conditions (sing-box refuses it too: \"missing conditions\")")
+	}
 	return h, nil
+}
+
+// logicalRule converts a rule of type "logical": mode "and" or "or",
+// rules (default or logical, nested up to maxDepth), invert.
+func logicalRule(raw map[string]json.RawMessage, depth int) (headless, error) {
+	if depth >= maxDepth {
+		return headless{}, fmt.Errorf(": logical rules nested more than %d deep", maxDepth)
+	}
+	l := &logical{}
+	var mode string
+	if v, ok := raw["mode"]; !ok {
+		return headless{}, errors.New(`: a logical rule needs a mode ("and" or "or")`)
+	} else if err := json.Unmarshal(v, &mode); err != nil || (mode != "and" && mode != "or") {
+		return headless{}, fmt.Errorf(`: mode %s is not "and" or "or"`, v)
+	}
+	l.and = mode == "and"
+	var subs []map[string]json.RawMessage
+	if v, ok := raw["rules"]; !ok {
+		return headless{}, errors.New(": a logical rule needs rules")
+	} else if err := json.Unmarshal(v, &subs); err != nil {
+		return headless{}, errors.New(": rules must be a list of rules")
+	}
+	if len(subs) == 0 {
+		return headless{}, errors.New(": a logical rule needs at least one rule")
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch k {
+		case "type", "mode", "rules":
+		case "invert":
+			if err := json.Unmarshal(raw[k], &l.invert); err != nil {
+				return headless{}, fmt.Errorf(": invert: %s", err)
+			}
+		default:
+			return headless{}, fmt.Errorf(": key %q is not one of a logical rule (type, mode, rules, invert)", k)
+		}
+	}
+	for i, sub := range subs {
+		h, err := sourceRule(sub, depth+1)
+		if err != nil {
+			return headless{}, fmt.Errorf(".rules[%d]%s", i, err)
+		}
+		l.rules = append(l.rules, h)
+	}
+	return headless{logical: l}, nil
+}
+
+// whyNot says why a sing-box rule key a rule set may hold is not
+// matched: it names what the router cannot see.
+func whyNot(k string) string {
+	switch k {
+	case "process_name", "process_path", "process_path_regex", "package_name", "package_name_regex":
+		return ": switchyard does not look up the process that opened a connection"
+	case "wifi_ssid", "wifi_bssid", "network_type", "network_is_expensive", "network_is_constrained",
+		"network_interface_address", "default_interface_address":
+		return ": switchyard does not read the host's network state"
+	case "query_type":
+		return ": a query type is a DNS rule's, not a rule set's here"
+	case "adguard_domain":
+		return ": AdGuard filter syntax is not read"
+	}
+	return ""
 }
 
 func listable(v json.RawMessage) ([]string, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -17,10 +18,13 @@ import (
 // The sing-box binary rule set (.srs): "SRS", a version byte (1..5 as
 // sing-box 1.14 writes), then a zlib stream of a uvarint rule count and
 // the rules. A default rule is a 0 byte, then items (an item-type byte and
-// its value) up to the final item 0xFF and its invert byte. Strings and
+// its value) up to the final item 0xFF and its invert byte. A logical rule
+// is a 1 byte, its mode (0 and, 1 or), a uvarint count of rules (default
+// or logical, nested up to 100 deep) and its invert byte. Strings and
 // lists are uvarint-length-prefixed; ports are big-endian uint16; domains
 // are a succinct (LOUDS) trie of reversed names; IP sets are address
-// ranges.
+// ranges. The domain tries and IP sets are checked as they are read and
+// compiled from the inflated bytes, with no list of entries between.
 
 const srsVersionMax = 5
 
@@ -58,12 +62,29 @@ type offsetError struct {
 func (e *offsetError) Error() string { return fmt.Sprintf("at byte %d: %s", e.off, e.msg) }
 
 type srsReader struct {
-	b   []byte
-	pos int
+	b    []byte
+	pos  int
+	rule int // the top-level rule being read
+	// What the rules read so far compile to, bounded: a small file must
+	// not expand into more memory than a large list would take.
+	keyBytes, prefixes int
+	scratch            []netip.Prefix
 }
 
+// The bounds of what a .srs compiles to: the names' bytes (a trie shares
+// what its names have in common, the table does not) and the prefixes
+// its IP ranges split into.
+const (
+	srsMaxKeyBytes = MaxFileSize
+	srsMaxPrefixes = 8 << 20
+)
+
 func (r *srsReader) fail(format string, args ...any) error {
-	return &offsetError{off: int64(r.pos), msg: "in the decompressed rules: " + fmt.Sprintf(format, args...)}
+	where := "in the decompressed rules: "
+	if r.rule >= 0 {
+		where = fmt.Sprintf("in the decompressed rules, rule %d: ", r.rule)
+	}
+	return &offsetError{off: int64(r.pos), msg: where + fmt.Sprintf(format, args...)}
 }
 
 func (r *srsReader) byte() (byte, error) {
@@ -152,52 +173,90 @@ func (r *srsReader) uint64s() ([]uint64, error) {
 	return out, nil
 }
 
-func parseSRS(data []byte) ([]headless, error) {
+func parseSRS(data []byte, c *compiler) error {
 	if len(data) < 4 || string(data[:3]) != "SRS" {
-		return nil, &offsetError{0, "not a sing-box binary rule set (no \"SRS\" magic)"}
+		return &offsetError{0, "not a sing-box binary rule set (no \"SRS\" magic)"}
 	}
 	if v := data[3]; v < 1 || v > srsVersionMax {
-		return nil, &offsetError{3, fmt.Sprintf("rule-set version %d is not one of 1..%d", v, srsVersionMax)}
+		return &offsetError{3, fmt.Sprintf("rule-set version %d is not one of 1..%d", v, srsVersionMax)}
 	}
 	zr, err := zlib.NewReader(bytes.NewReader(data[4:]))
 	if err != nil {
-		return nil, &offsetError{4, "the rules are not a zlib stream: " + err.Error()}
+		return &offsetError{4, "the rules are not a zlib stream: " + err.Error()}
 	}
-	inflated, err := io.ReadAll(io.LimitReader(zr, srsMaxInflated+1))
-	if err != nil {
-		return nil, &offsetError{4, "the rules' zlib stream: " + err.Error()}
+	// Most rule sets inflate to 2 to 8 times their size.
+	var buf bytes.Buffer
+	buf.Grow(min(4*len(data), srsMaxInflated))
+	if _, err := buf.ReadFrom(io.LimitReader(zr, srsMaxInflated+1)); err != nil {
+		return &offsetError{4, "the rules' zlib stream: " + err.Error()}
 	}
-	if len(inflated) > srsMaxInflated {
-		return nil, &offsetError{4, fmt.Sprintf("the rules inflate to more than %d MiB", srsMaxInflated>>20)}
+	if buf.Len() > srsMaxInflated {
+		return &offsetError{4, fmt.Sprintf("the rules inflate to more than %d MiB", srsMaxInflated>>20)}
 	}
-	r := &srsReader{b: inflated}
+	r := &srsReader{b: buf.Bytes(), rule: -1}
 	n, err := r.count(1)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	hs := make([]headless, 0, n)
 	for i := range n {
-		typ, err := r.byte()
+		r.rule = i
+		h, err := r.readRule(0)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch typ {
-		case 0:
-		case 1:
-			return nil, r.fail("rule %d is a logical rule (and/or of sub-rules), which switchyard's rule sets do not match", i)
-		default:
-			return nil, r.fail("rule %d: unknown rule type %d", i, typ)
-		}
-		h, err := r.defaultRule()
+		c.add(&h)
+	}
+	if r.rule = -1; r.pos != len(r.b) {
+		return r.fail("%d bytes after the last rule", len(r.b)-r.pos)
+	}
+	return nil
+}
+
+// readRule reads a default or logical rule at nesting depth.
+func (r *srsReader) readRule(depth int) (headless, error) {
+	if depth > maxDepth {
+		return headless{}, r.fail("logical rules nested more than %d deep", maxDepth)
+	}
+	typ, err := r.byte()
+	if err != nil {
+		return headless{}, err
+	}
+	switch typ {
+	case 0:
+		return r.defaultRule()
+	case 1:
+	default:
+		return headless{}, r.fail("unknown rule type %d", typ)
+	}
+	mode, err := r.byte()
+	if err != nil {
+		return headless{}, err
+	}
+	if mode > 1 {
+		return headless{}, r.fail("logical mode %d is not 0 (and) or 1 (or)", mode)
+	}
+	l := &logical{and: mode == 0}
+	n, err := r.count(1)
+	if err != nil {
+		return headless{}, err
+	}
+	if n == 0 {
+		return headless{}, r.fail("a logical rule without rules")
+	}
+	l.rules = make([]headless, 0, n)
+	for range n {
+		h, err := r.readRule(depth + 1)
 		if err != nil {
-			return nil, err
+			return headless{}, err
 		}
-		hs = append(hs, h)
+		l.rules = append(l.rules, h)
 	}
-	if r.pos != len(r.b) {
-		return nil, r.fail("%d bytes after the last rule", len(r.b)-r.pos)
+	inv, err := r.byte()
+	if err != nil {
+		return headless{}, err
 	}
-	return hs, nil
+	l.invert = inv != 0
+	return headless{logical: l}, nil
 }
 
 func (r *srsReader) defaultRule() (headless, error) {
@@ -248,14 +307,14 @@ func (r *srsReader) defaultRule() (headless, error) {
 				h.domainRegex = append(h.domainRegex, re)
 			}
 		case srsSourceIPCIDR, srsIPCIDR:
-			ps, err := r.ipSet()
+			set, err := r.ipSet()
 			if err != nil {
 				return h, err
 			}
 			if item == srsIPCIDR {
-				h.ipCIDR = append(h.ipCIDR, ps...)
+				h.ipSets = append(h.ipSets, set)
 			} else {
-				h.srcCIDR = append(h.srcCIDR, ps...)
+				h.srcSets = append(h.srcSets, set)
 			}
 		case srsSourcePort, srsPort:
 			ps, err := r.uint16s()
@@ -288,19 +347,20 @@ func (r *srsReader) defaultRule() (headless, error) {
 				return h, err
 			}
 			h.invert = inv != 0
+			if !h.conditions() {
+				return h, r.fail("a rule without conditions")
+			}
 			return h, nil
 		default:
 			if name, ok := srsItemNames[item]; ok {
-				return h, r.fail("rule key %s is not one switchyard matches in a rule set", name)
+				return h, r.fail("rule key %s is not one switchyard matches in a rule set%s", name, whyNot(name))
 			}
 			return h, r.fail("unknown rule item type %d", item)
 		}
 	}
 }
 
-// domains reads the succinct trie of reversed names and sorts each key
-// into its kind: a name ("x"), a suffix ("\nx": x and the names under it),
-// the names under x ("\r.x"), or a plain string suffix ("\rx").
+// domains reads a domain item: a version byte and the succinct trie.
 func (r *srsReader) domains(h *headless) error {
 	if _, err := r.byte(); err != nil { // the set's version byte
 		return err
@@ -321,102 +381,75 @@ func (r *srsReader) domains(h *headless) error {
 	if err != nil {
 		return err
 	}
-	keys, err := loudsKeys(leaves, bitmap, labels)
+	t, err := newSRSTrie(leaves, bitmap, labels)
 	if err != nil {
 		return r.fail("domain: %s", err)
 	}
-	for _, k := range keys {
-		switch {
-		case k == "":
-		case k[0] == srsRootLabel:
-			h.domainSuffix = append(h.domainSuffix, k[1:])
-		case k[0] == srsPrefixLabel && len(k) > 1 && k[1] == '.':
-			h.subdomains = append(h.subdomains, k[2:])
-		case k[0] == srsPrefixLabel:
-			h.domainRegex = append(h.domainRegex, regexp.MustCompile(regexp.QuoteMeta(k[1:])+"$"))
-		default:
-			h.domain = append(h.domain, k)
-		}
+	if r.keyBytes += t.keyBytes; r.keyBytes > srsMaxKeyBytes {
+		return r.fail("the names add up to more than %d MiB", srsMaxKeyBytes>>20)
 	}
+	h.tries = append(h.tries, t)
 	return nil
 }
 
-// loudsKeys lists the keys of a LOUDS trie, un-reversed. In breadth-first
-// order each node is a run of 0 bits, one per child (whose label is the
-// next label), closed by a 1 bit; node 0 is the root and the children are
-// numbered in the order they appear. A node whose leaves bit is set ends a
-// key.
-func loudsKeys(leaves, bitmap []uint64, labels []byte) ([]string, error) {
-	bit := func(bs []uint64, i int) bool { return i>>6 < len(bs) && bs[i>>6]&(1<<(i&63)) != 0 }
-	total := len(bitmap) * 64
-	parent := []int32{-1}
-	label := []byte{0}
-	node, li := 0, 0
-	for i := 0; i < total && node < len(parent); i++ {
-		if bit(bitmap, i) {
-			node++
-			continue
+// srsIPSet is an IP set of a .srs, checked: n from-to address ranges.
+type srsIPSet struct {
+	raw []byte
+	n   int
+}
+
+// each calls fn with the fewest prefixes covering each range.
+func (s srsIPSet) each(fn func(netip.Prefix)) {
+	r := &srsReader{b: s.raw, rule: -1}
+	var ps []netip.Prefix
+	for range s.n {
+		from, _ := r.addr()
+		to, _ := r.addr()
+		ps = appendRange(ps[:0], from, to)
+		for _, p := range ps {
+			fn(p)
 		}
-		if li >= len(labels) {
-			return nil, fmt.Errorf("malformed trie: more children than labels")
-		}
-		parent = append(parent, int32(node))
-		label = append(label, labels[li])
-		li++
 	}
-	if li != len(labels) || node != len(parent) {
-		return nil, fmt.Errorf("malformed trie: %d labels for %d children, %d of %d nodes closed", len(labels), li, node, len(parent))
-	}
-	var keys []string
-	buf := make([]byte, 0, 256)
-	for n := range parent {
-		if !bit(leaves, n) {
-			continue
-		}
-		buf = buf[:0]
-		for m := n; m > 0; m = int(parent[m]) {
-			buf = append(buf, label[m]) // walking up un-reverses the key
-		}
-		keys = append(keys, strings.ToLower(string(buf)))
-	}
-	return keys, nil
 }
 
 // ipSet reads an IP set: a version byte 1, a big-endian uint64 count and
 // that many from-to address ranges, each address a uvarint length (4 or
-// 16) and its bytes. Each range becomes the prefixes that cover it.
-func (r *srsReader) ipSet() ([]netip.Prefix, error) {
+// 16) and its bytes.
+func (r *srsReader) ipSet() (srsIPSet, error) {
 	v, err := r.byte()
 	if err != nil {
-		return nil, err
+		return srsIPSet{}, err
 	}
 	if v != 1 {
-		return nil, r.fail("IP set version %d is not 1", v)
+		return srsIPSet{}, r.fail("IP set version %d is not 1", v)
 	}
 	b, err := r.bytes(8)
 	if err != nil {
-		return nil, err
+		return srsIPSet{}, err
 	}
 	n := binary.BigEndian.Uint64(b)
 	if n > uint64(len(r.b)-r.pos)/10 {
-		return nil, r.fail("%d IP ranges are beyond the end of the rules", n)
+		return srsIPSet{}, r.fail("%d IP ranges are beyond the end of the rules", n)
 	}
-	var out []netip.Prefix
+	start := r.pos
 	for range n {
 		from, err := r.addr()
 		if err != nil {
-			return nil, err
+			return srsIPSet{}, err
 		}
 		to, err := r.addr()
 		if err != nil {
-			return nil, err
+			return srsIPSet{}, err
 		}
 		if from.Is4() != to.Is4() || to.Less(from) {
-			return nil, r.fail("IP range %s-%s is not a range", from, to)
+			return srsIPSet{}, r.fail("IP range %s-%s is not a range", from, to)
 		}
-		out = appendRange(out, from, to)
+		r.scratch = appendRange(r.scratch[:0], from, to)
+		if r.prefixes += len(r.scratch); r.prefixes > srsMaxPrefixes {
+			return srsIPSet{}, r.fail("the IP ranges split into more than %d prefixes", srsMaxPrefixes)
+		}
 	}
-	return out, nil
+	return srsIPSet{raw: r.b[start:r.pos], n: int(n)}, nil
 }
 
 func (r *srsReader) addr() (netip.Addr, error) {
@@ -435,40 +468,74 @@ func (r *srsReader) addr() (netip.Addr, error) {
 	return a.Unmap(), nil
 }
 
-// appendRange appends the fewest prefixes covering from..to.
+// appendRange appends the fewest prefixes covering from..to (one
+// family, from not after to): at each step the largest block aligned at
+// from that does not pass to.
 func appendRange(out []netip.Prefix, from, to netip.Addr) []netip.Prefix {
+	bitLen := from.BitLen()
+	a, b := u128Of(from), u128Of(to)
 	for {
-		bits := from.BitLen()
-		// The shortest prefix at from that does not pass to.
-		p := netip.PrefixFrom(from, bits)
-		for l := bits - 1; l >= 0; l-- {
-			q, _ := from.Prefix(l)
-			if q.Addr() != from || lastAddr(q).Compare(to) > 0 {
-				break
-			}
-			p = q
+		k := min(a.trailingZeros(), bitLen)
+		for k > 0 && a.or(ones(k)).greater(b) {
+			k--
 		}
-		out = append(out, p)
-		last := lastAddr(p)
-		if last.Compare(to) >= 0 {
+		out = append(out, netip.PrefixFrom(a.addr(bitLen), bitLen-k))
+		last := a.or(ones(k))
+		if !b.greater(last) {
 			return out
 		}
-		from = last.Next()
+		a = last.next()
 	}
 }
 
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Addr().As16()
-	off := 0
-	if p.Addr().Is4() {
-		off = 12
+// u128 is an address as a 128-bit number (an IPv4 one in the low 32 bits).
+type u128 struct{ hi, lo uint64 }
+
+func u128Of(a netip.Addr) u128 {
+	if a.Is4() {
+		b := a.As4()
+		return u128{0, uint64(binary.BigEndian.Uint32(b[:]))}
 	}
-	bits := p.Bits() + off*8
-	for i := bits; i < 128; i++ {
-		a[i/8] |= 1 << (7 - i%8)
+	b := a.As16()
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+func (x u128) addr(bitLen int) netip.Addr {
+	if bitLen == 32 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(x.lo))
+		return netip.AddrFrom4(b)
 	}
-	if p.Addr().Is4() {
-		return netip.AddrFrom4([4]byte(a[12:]))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], x.hi)
+	binary.BigEndian.PutUint64(b[8:], x.lo)
+	return netip.AddrFrom16(b)
+}
+
+func (x u128) trailingZeros() int {
+	if x.lo != 0 {
+		return bits.TrailingZeros64(x.lo)
 	}
-	return netip.AddrFrom16(a)
+	return 64 + bits.TrailingZeros64(x.hi)
+}
+
+// ones is the number of k low bits set.
+func ones(k int) u128 {
+	switch {
+	case k >= 128:
+		return u128{^uint64(0), ^uint64(0)}
+	case k >= 64:
+		return u128{1<<(k-64) - 1, ^uint64(0)}
+	}
+	return u128{0, 1<<k - 1}
+}
+
+func (x u128) or(y u128) u128      { return u128{x.hi | y.hi, x.lo | y.lo} }
+func (x u128) greater(y u128) bool { return x.hi > y.hi || x.hi == y.hi && x.lo > y.lo }
+
+func (x u128) next() u128 {
+	if x.lo++; x.lo == 0 {
+		x.hi++
+	}
+	return x
 }
