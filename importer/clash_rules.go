@@ -1,0 +1,282 @@
+package importer
+
+import (
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// clashBehaviors maps a rule provider's behavior to a rule-set format.
+var clashBehaviors = map[string]string{"domain": "clash-domain", "ipcidr": "clash-ipcidr", "classical": "clash-classical"}
+
+// clashRuleProviders converts rule-providers into [[rule_sets]].
+func (c *conv) clashRuleProviders(n *yaml.Node) {
+	for _, p := range pairs(n) {
+		item := "rule provider " + strconv.Quote(p.key)
+		behavior := getStr(p.val, "behavior")
+		format, ok := clashBehaviors[behavior]
+		if !ok {
+			c.dropSet(p.line, item, p.key, "not converted: behavior "+strconv.Quote(behavior)+" (domain, ipcidr and classical are converted)")
+			continue
+		}
+		switch f := getStr(p.val, "format"); f {
+		case "", "yaml", "text":
+		case "mrs":
+			c.dropSet(p.line, item, p.key, "not converted: the mrs binary format is not read; use the provider's yaml or text form")
+			continue
+		default:
+			c.dropSet(p.line, item, p.key, "not converted: format "+strconv.Quote(f))
+			continue
+		}
+		t := &table{header: "rule_sets", array: true}
+		tag := p.key
+		t.set("tag", tag)
+		switch typ := getStr(p.val, "type"); typ {
+		case "file":
+			path := getStr(p.val, "path")
+			if path == "" {
+				c.dropSet(p.line, item, p.key, "not converted: a file provider without a path")
+				continue
+			}
+			t.set("path", path)
+		case "http":
+			url := getStr(p.val, "url")
+			if url == "" {
+				c.dropSet(p.line, item, p.key, "not converted: an http provider without a url")
+				continue
+			}
+			t.set("url", url)
+			if iv, err := strconv.ParseInt(getStr(p.val, "interval"), 10, 64); err == nil && iv > 0 {
+				t.set("interval", duration(iv, "s"))
+			}
+			if path := getStr(p.val, "path"); path != "" {
+				t.set("path", path)
+			}
+			c.clashVia(t, p, item)
+		case "inline":
+			c.dropSet(p.line, item, p.key, "not converted: an inline provider's payload; write it in a file and name it as a file provider")
+			continue
+		default:
+			c.dropSet(p.line, item, p.key, "not converted: type "+strconv.Quote(typ)+" (file and http are converted)")
+			continue
+		}
+		t.set("format", format)
+		c.setTags[p.key] = tag
+		c.ruleSets = append(c.ruleSets, t)
+	}
+}
+
+func (c *conv) dropSet(line int, item, name, why string) {
+	c.report(line, item, "%s", why)
+	c.setTags[name] = ""
+}
+
+// setRef resolves a rule provider's name to its rule-set tag.
+func (c *conv) setRef(name string) (string, string) {
+	tag, ok := c.setTags[name]
+	switch {
+	case !ok:
+		return "", "no rule set (rule provider) " + strconv.Quote(name) + " is declared"
+	case tag == "":
+		return "", "rule set " + strconv.Quote(name) + " was not converted (see above)"
+	}
+	return tag, ""
+}
+
+// clashTarget resolves a rule's target.
+func (c *conv) clashTarget(name string) (string, string) {
+	switch strings.ToUpper(name) {
+	case "DIRECT":
+		return "direct", ""
+	case "REJECT", "REJECT-DROP":
+		return "block", ""
+	case "PASS":
+		return "", "PASS (go on with the next rule) has no switchyard equivalent"
+	case "GLOBAL":
+		return "", "GLOBAL is the controller's selector and no rule target in switchyard"
+	}
+	return c.target(name)
+}
+
+// clashRules converts the rules list; MATCH becomes [route].final.
+func (c *conv) clashRules(n *yaml.Node) {
+	matched := false
+	for _, r := range items(n) {
+		text := strings.TrimSpace(scalar(r))
+		parts := strings.Split(text, ",")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		typ := strings.ToUpper(parts[0])
+		item := clip(text)
+		if matched {
+			c.report(r.Line, item, "after MATCH: never reached; not converted")
+			continue
+		}
+		switch typ {
+		case "AND", "OR", "NOT", "SUB-RULE":
+			c.report(r.Line, item, "not converted: logical and sub-rules (%s) have no switchyard equivalent", typ)
+			continue
+		case "MATCH", "FINAL":
+			if len(parts) < 2 {
+				c.report(r.Line, item, "MATCH without a target: not converted")
+				continue
+			}
+			if tg, why := c.clashTarget(parts[1]); tg != "" {
+				section(&c.route, "route").set("final", tg)
+			} else {
+				c.report(r.Line, item, "not converted: %s", why)
+			}
+			matched = true
+			continue
+		}
+		if len(parts) < 3 {
+			c.report(r.Line, item, "not converted: a rule is TYPE,VALUE,TARGET")
+			continue
+		}
+		value, target, opts := parts[1], parts[2], parts[3:]
+		tg, why := c.clashTarget(target)
+		if tg == "" {
+			c.report(r.Line, item, "not converted: %s", why)
+			continue
+		}
+		keys, why := c.clashRuleKeys(typ, value)
+		if why != "" {
+			c.report(r.Line, item, "not converted: %s", why)
+			continue
+		}
+		noResolve := false
+		for _, o := range opts {
+			switch strings.ToLower(o) {
+			case "no-resolve":
+				noResolve = true
+			case "src":
+				c.report(r.Line, item, "not converted: the src option (match the source) has no switchyard equivalent for %s", typ)
+				keys = nil
+			default:
+				c.report(r.Line, item, "option %q is not converted", o)
+			}
+		}
+		if keys == nil {
+			continue
+		}
+		switch typ {
+		case "IP-CIDR", "IP-CIDR6", "GEOIP":
+			if !noResolve && strings.ToUpper(value) != "LAN" {
+				c.report(r.Line, item, "matches flows to an IP address only, as with no-resolve: switchyard does not resolve a name for an IP rule")
+			}
+		case "RULE-SET":
+			if !noResolve {
+				if t, _ := c.ruleSetFormat(keys[0].val.([]string)[0]); t != "clash-domain" {
+					c.report(r.Line, item, "its IP entries match flows to an IP address only, as with no-resolve")
+				}
+			}
+		}
+		if typ == "GEOIP" && strings.ToUpper(value) != "LAN" && !c.geoIP {
+			c.geoIP = true
+			c.report(r.Line, item, `[route].geoip_path = "Country.mmdb": that MaxMind country database must exist beside the output file (where mihomo keeps it) for the output to load`)
+		}
+		c.addRule(keys, tg)
+	}
+}
+
+func (c *conv) ruleSetFormat(tag string) (string, bool) {
+	for _, t := range c.ruleSets {
+		if v, _ := t.get("tag"); v == tag {
+			f, _ := t.get("format")
+			s, ok := f.(string)
+			return s, ok
+		}
+	}
+	return "", false
+}
+
+// clashRuleKeys converts one rule's condition into [[rules]] keys.
+func (c *conv) clashRuleKeys(typ, value string) ([]kv, string) {
+	one := func(k string, v any) ([]kv, string) { return []kv{{k, v}}, "" }
+	switch typ {
+	case "DOMAIN":
+		return one("domain", []string{strings.ToLower(value)})
+	case "DOMAIN-SUFFIX":
+		return one("domain_suffix", []string{strings.TrimPrefix(strings.ToLower(value), ".")})
+	case "DOMAIN-KEYWORD":
+		return one("domain_keyword", []string{strings.ToLower(value)})
+	case "DOMAIN-REGEX":
+		if why := validRegex(value); why != "" {
+			return nil, why
+		}
+		return one("domain_regex", []string{value})
+	case "DOMAIN-WILDCARD":
+		return one("domain_regex", []string{wildcardRegex(value)})
+	case "IP-CIDR", "IP-CIDR6":
+		p, err := prefix(value)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return one("ip_cidr", []string{p})
+	case "SRC-IP-CIDR":
+		p, err := prefix(value)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return one("source_ip_cidr", []string{p})
+	case "DST-PORT":
+		single, ranges, err := ports(value)
+		if err != nil {
+			return nil, err.Error()
+		}
+		switch {
+		case len(ranges) == 0:
+			return one("port", single)
+		case len(single) == 0:
+			return one("port_range", ranges)
+		}
+		for _, p := range single {
+			ranges = append(ranges, strconv.FormatInt(p, 10)+":"+strconv.FormatInt(p, 10))
+		}
+		return one("port_range", ranges)
+	case "NETWORK":
+		switch v := strings.ToLower(value); v {
+		case "tcp", "udp":
+			return one("network", v)
+		}
+		return nil, strconv.Quote(value) + " is not a network (tcp, udp)"
+	case "GEOIP":
+		if strings.EqualFold(value, "lan") {
+			return one("ip_cidr", append([]string(nil), privateCIDRs...))
+		}
+		if len(value) != 2 {
+			return nil, strconv.Quote(value) + " is no country code: switchyard reads countries from a MaxMind database"
+		}
+		return one("geoip", []string{strings.ToLower(value)})
+	case "RULE-SET":
+		tag, why := c.setRef(value)
+		if tag == "" {
+			return nil, why
+		}
+		return one("rule_set", []string{tag})
+	case "IN-USER":
+		return one("user", []string{value})
+	case "IN-NAME":
+		if tag, ok := c.targets["inbound:"+value]; ok {
+			return one("inbound", []string{tag})
+		}
+		return nil, strconv.Quote(value) + " is no converted listener"
+	case "GEOSITE":
+		return nil, "geosite databases are not read: give the same domains as a rule provider (RULE-SET)"
+	case "PROCESS-NAME", "PROCESS-PATH", "PROCESS-NAME-REGEX", "PROCESS-PATH-REGEX", "UID":
+		return nil, "switchyard does not see the local process of a flow"
+	case "SRC-PORT":
+		return nil, "switchyard rules have no source port"
+	}
+	return nil, "rule type " + typ + " has no switchyard equivalent"
+}
+
+// clip shortens s for a problem's item.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:77]) + "..."
+	}
+	return s
+}
