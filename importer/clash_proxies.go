@@ -255,7 +255,7 @@ func (c *conv) clashGroups(n *yaml.Node) {
 	if interval > 0 {
 		section(&c.health, "health").set("check_interval", duration(interval, "s"))
 		if len(intervals) > 1 {
-			c.report(0, "proxy-groups", "interval: switchyard probes every node on one interval, %ds (the shortest the groups give)", interval)
+			c.report(lineOf(n), "proxy-groups", "interval: switchyard probes every node on one interval, %s (the shortest the groups give)", duration(interval, "s"))
 		}
 	}
 }

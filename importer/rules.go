@@ -121,10 +121,18 @@ func validRegex(s string) string {
 }
 
 // duration writes n units of unit as a Go duration string; "" for 0 or
-// less.
+// less. Seconds are written in the largest whole unit ("1h", "5m").
 func duration(n int64, unit string) string {
 	if n <= 0 {
 		return ""
+	}
+	if unit == "s" {
+		switch {
+		case n%3600 == 0:
+			n, unit = n/3600, "h"
+		case n%60 == 0:
+			n, unit = n/60, "m"
+		}
 	}
 	return strconv.FormatInt(n, 10) + unit
 }

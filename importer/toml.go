@@ -44,10 +44,6 @@ func (t *table) get(key string) (any, bool) {
 	return nil, false
 }
 
-func (t *table) del(key string) {
-	t.kvs = slices.DeleteFunc(t.kvs, func(e kv) bool { return e.key == key })
-}
-
 // inline is an inline table whose keys keep their order.
 type inline []kv
 
