@@ -170,7 +170,7 @@ func (c *conv) clashInbounds(root *yaml.Node, handled map[string]bool) {
 			continue
 		case "tun":
 			if getBool(p.val, "enable") {
-				c.report(p.line, "tun", "not converted: this version's loader has no tun inbound")
+				c.clashTUN(p.val, p.line, "tun")
 			}
 			continue
 		case "listeners":
@@ -208,7 +208,7 @@ func (c *conv) clashListeners(n *yaml.Node, users []any) {
 		switch typ {
 		case "mixed", "socks", "http":
 		case "tun":
-			c.report(l.Line, item, "not converted: this version's loader has no tun inbound")
+			c.clashTUN(l, l.Line, item)
 			continue
 		default:
 			c.report(l.Line, item, "not converted: switchyard has no %s inbound (mixed, socks and http are converted)", typ)

@@ -113,7 +113,7 @@ func (c *conv) sbInbounds(n *jnode) {
 		switch typ {
 		case "mixed", "socks", "http":
 		case "tun":
-			c.report(in.line, item, "not converted: this version's loader has no tun inbound")
+			c.sbTUN(in, item)
 			continue
 		case "redirect", "tproxy":
 			c.report(in.line, item, "not converted: switchyard has no transparent-proxy inbound (%s)", typ)
