@@ -169,6 +169,24 @@ func section(t **table, header string) *table {
 // checkOutbound lowers one outbound table on its own with the loader and
 // returns its problems as one reason ("" when it is accepted).
 func checkOutbound(t *table) string {
+	// A ca_file is a file beside the input, which the loader would look
+	// for in the working folder: the rest of the table is checked.
+	if tl, ok := t.get("tls"); ok {
+		if m, ok := tl.(map[string]any); ok && m["ca_file"] != nil {
+			cp := &table{header: t.header, array: t.array}
+			for _, e := range t.kvs {
+				cp.set(e.key, e.val)
+			}
+			m2 := map[string]any{}
+			for k, v := range m {
+				if k != "ca_file" {
+					m2[k] = v
+				}
+			}
+			cp.set("tls", m2)
+			t = cp
+		}
+	}
 	doc := render(nil, []*table{t})
 	_, _, err := config.Parse(doc, "import")
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"switchyard/config"
 	"switchyard/internal/geoiptest"
+	"switchyard/internal/testcert"
 	"switchyard/supervisor"
 )
 
@@ -95,6 +96,11 @@ func checkLoads(t *testing.T, out []byte) {
 		RuleSets  []struct {
 			Path, URL, Format string
 		} `toml:"rule_sets"`
+		Outbounds []struct {
+			TLS struct {
+				CAFile string `toml:"ca_file"`
+			} `toml:"tls"`
+		} `toml:"outbounds"`
 		Route struct {
 			GeoIPPath string `toml:"geoip_path"`
 		} `toml:"route"`
@@ -129,6 +135,15 @@ func checkLoads(t *testing.T, out []byte) {
 				t.Fatalf("no test content for a local %s rule set", rs.Format)
 			}
 			write(rs.Path, content)
+		}
+	}
+	for _, o := range doc.Outbounds {
+		if o.TLS.CAFile != "" {
+			b, err := os.ReadFile(testcert.New(t, "ca.example").CertFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(o.TLS.CAFile, string(b))
 		}
 	}
 	if doc.Route.GeoIPPath != "" {

@@ -43,7 +43,7 @@ func (c *conv) singBox(root *jnode) {
 	c.sbGroups(groups)
 	route := root.get("route")
 	c.sbRuleSets(route.get("rule_set"))
-	c.sbDNS(root.get("dns"))
+	c.sbDNS(root.get("dns"), route)
 	c.sbRoute(route)
 	root.each(func(k string, v *jnode) {
 		if !handled[k] {

@@ -74,7 +74,7 @@ func sbServerURL(s *jnode) (sbDNSServer, error) {
 
 // sbDNS converts the dns section: the final server (asked through the
 // route table when it has a detour), the rules, fake IPs.
-func (c *conv) sbDNS(n *jnode) {
+func (c *conv) sbDNS(n, route *jnode) {
 	if n == nil {
 		return
 	}
@@ -128,6 +128,13 @@ func (c *conv) sbDNS(n *jnode) {
 	// The servers that resolve proxy servers: a rule "outbound": "any",
 	// else the first server without a detour.
 	var pre string
+	resolver := route.s("default_domain_resolver")
+	if r := route.get("default_domain_resolver"); r != nil && r.kind == 'o' {
+		resolver = r.s("server")
+	}
+	if s := servers[resolver]; resolver != "" && s.url != "" {
+		pre = s.url
+	}
 	for _, r := range n.list("rules") {
 		if contains(r.strs("outbound"), "any") {
 			if s := servers[r.s("server")]; s.url != "" {

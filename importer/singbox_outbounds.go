@@ -271,6 +271,7 @@ func (c *conv) sbTLS(s *sbOut) error {
 	}
 	if p := n.s("certificate_path"); p != "" {
 		t["ca_file"] = p
+		c.report(n.lineOf("certificate_path"), "outbound "+strconv.Quote(s.n.s("tag")), "tls.ca_file %q: the file must exist beside the output for it to load", p)
 	}
 	if len(n.strs("certificate")) > 0 {
 		return errors.New("tls.certificate (an inline PEM) is not supported: save it to a file and give certificate_path")
