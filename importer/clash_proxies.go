@@ -21,35 +21,81 @@ var clashIPVersion = map[string]string{
 // decoder a provider file's proxies go through.
 func (c *conv) clashProxies(n *yaml.Node) {
 	for _, p := range items(n) {
-		var m map[string]any
-		if err := p.Decode(&m); err != nil || m == nil {
-			c.report(p.Line, "proxies", "an entry that is not a mapping: not converted")
-			continue
+		if tag, ok := c.clashProxy(p, "proxy"); ok {
+			c.proxyTags = append(c.proxyTags, tag)
 		}
-		name := getStr(p, "name")
-		item := "proxy " + strconv.Quote(name)
-		if name == "" {
-			c.report(p.Line, "proxies", "a proxy without a name: not converted")
-			continue
+	}
+}
+
+// clashProxy converts one proxy mapping into an outbound.
+func (c *conv) clashProxy(p *yaml.Node, kind string) (string, bool) {
+	var m map[string]any
+	if err := p.Decode(&m); err != nil || m == nil {
+		c.report(p.Line, kind, "an entry that is not a mapping: not converted")
+		return "", false
+	}
+	name := getStr(p, "name")
+	item := kind + " " + strconv.Quote(name)
+	if name == "" {
+		c.report(p.Line, kind, "a proxy without a name: not converted")
+		return "", false
+	}
+	if d := getStr(p, "dialer-proxy"); d != "" {
+		c.drop(p.Line, item, name, "not converted: dialer-proxy chains it through "+strconv.Quote(d)+", and switchyard has no proxy chains")
+		return "", false
+	}
+	node, err := provider.ClashProxy(m)
+	if err != nil {
+		c.drop(p.Line, item, name, "not converted: "+err.Error())
+		return "", false
+	}
+	if v := getStr(p, "ip-version"); v != "" {
+		if af, ok := clashIPVersion[v]; ok && af != "auto" {
+			node.Outbound["address_family"] = af
 		}
-		if d := getStr(p, "dialer-proxy"); d != "" {
-			c.drop(p.Line, item, name, "not converted: dialer-proxy chains it through "+strconv.Quote(d)+", and switchyard has no proxy chains")
-			continue
+	}
+	if s := get(p, "smux"); s != nil && getBool(s, "enabled") {
+		c.report(s.Line, item, "smux is not converted: switchyard opens one proxy connection per flow")
+	}
+	for _, k := range []string{"interface-name", "routing-mark", "tfo", "mptcp"} {
+		if v := get(p, k); v != nil && scalar(v) != "" && scalar(v) != "false" {
+			c.report(v.Line, item, "%s is not converted: the [socket] policy applies to every outbound", k)
 		}
-		node, err := provider.ClashProxy(m)
-		if err != nil {
-			c.drop(p.Line, item, name, "not converted: "+err.Error())
-			continue
-		}
-		if v := getStr(p, "ip-version"); v != "" {
-			if af, ok := clashIPVersion[v]; ok && af != "auto" {
-				node.Outbound["address_family"] = af
+	}
+	return c.addOutbound(p.Line, kind, name, node.Outbound)
+}
+
+// clashInline converts an inline provider's payload into outbounds; the
+// groups that use the provider get them as members.
+func (c *conv) clashInline(p pair, item string) {
+	var include, exclude *regexp.Regexp
+	for _, k := range []string{"filter", "exclude-filter"} {
+		if f := getStr(p.val, k); f != "" {
+			re, err := regexp.Compile(f)
+			if err != nil {
+				c.report(p.line, item, "%s %q is not a Go regular expression (%v): left out", k, f, err)
+				continue
+			}
+			if k == "filter" {
+				include = re
+			} else {
+				exclude = re
 			}
 		}
-		if s := get(p, "smux"); s != nil && getBool(s, "enabled") {
-			c.report(get(p, "smux").Line, item, "smux is not converted: switchyard opens one proxy connection per flow")
+	}
+	var tags []string
+	for _, e := range items(get(p.val, "payload")) {
+		name := getStr(e, "name")
+		if (include != nil && !include.MatchString(name)) || (exclude != nil && exclude.MatchString(name)) {
+			continue
 		}
-		c.addOutbound(p.Line, "proxy", name, node.Outbound)
+		if tag, ok := c.clashProxy(e, "proxy"); ok {
+			tags = append(tags, tag)
+		}
+	}
+	c.inlineProv[p.key] = tags
+	if len(tags) == 0 {
+		c.report(p.line, item, "no proxy of its payload was converted")
 	}
 }
 
@@ -84,7 +130,7 @@ func (c *conv) clashProviders(n *yaml.Node) {
 			p, t := p, t
 			c.later = append(c.later, func() { c.clashVia(t, p, item) }) // groups may be named
 		case "inline":
-			c.report(p.line, item, "not converted: an inline provider's payload; write its proxies in a file and name it as a file provider")
+			c.clashInline(p, item)
 			continue
 		default:
 			c.report(p.line, item, "not converted: type %q (file and http are converted)", typ)
@@ -189,10 +235,12 @@ func (c *conv) clashGroups(n *yaml.Node) {
 		cg := &clashGroup{node: g, name: name, policy: policy}
 		cg.members = strs(get(g, "proxies"))
 		if getBool(g, "include-all") || getBool(g, "include-all-proxies") {
-			cg.all = allProxies
+			cg.all = append(slices.Clone(allProxies), cg.all...)
 		}
 		for _, u := range items(get(g, "use")) {
-			if tag, ok := c.provTags[scalar(u)]; ok {
+			if tags, ok := c.inlineProv[scalar(u)]; ok {
+				cg.all = append(cg.all, tags...)
+			} else if tag, ok := c.provTags[scalar(u)]; ok {
 				cg.use = append(cg.use, tag)
 			} else {
 				c.report(u.Line, item, "use: %q is no converted proxy provider", scalar(u))

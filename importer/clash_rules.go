@@ -55,7 +55,7 @@ func (c *conv) clashRuleProviders(n *yaml.Node) {
 			}
 			c.clashVia(t, p, item)
 		case "inline":
-			c.dropSet(p.line, item, p.key, "not converted: an inline provider's payload; write it in a file and name it as a file provider")
+			c.clashInlineSet(p, item, behavior)
 			continue
 		default:
 			c.dropSet(p.line, item, p.key, "not converted: type "+strconv.Quote(typ)+" (file and http are converted)")
@@ -65,6 +65,48 @@ func (c *conv) clashRuleProviders(n *yaml.Node) {
 		c.setTags[p.key] = tag
 		c.ruleSets = append(c.ruleSets, t)
 	}
+}
+
+// clashInlineSet reads an inline rule provider's payload into conditions,
+// which each RULE-SET naming it becomes (one rule a condition; adjacent
+// ones of one key merge).
+func (c *conv) clashInlineSet(p pair, item, behavior string) {
+	var conds [][]kv
+	for _, e := range items(get(p.val, "payload")) {
+		entry := strings.TrimSpace(scalar(e))
+		if entry == "" {
+			continue
+		}
+		switch behavior {
+		case "domain":
+			k, v := dnsRuleFromPattern(entry)
+			if v == "" || v == "*" {
+				c.report(e.Line, item, "%q is not converted", entry)
+				continue
+			}
+			conds = append(conds, []kv{{k, []string{v}}})
+		case "ipcidr":
+			pf, err := prefix(entry)
+			if err != nil {
+				c.report(e.Line, item, "%v: not converted", err)
+				continue
+			}
+			conds = append(conds, []kv{{"ip_cidr", []string{pf}}})
+		case "classical":
+			parts := strings.Split(entry, ",")
+			if len(parts) < 2 {
+				c.report(e.Line, item, "%q is not TYPE,VALUE: not converted", entry)
+				continue
+			}
+			keys, why := c.clashRuleKeys(strings.ToUpper(strings.TrimSpace(parts[0])), strings.TrimSpace(parts[1]))
+			if why != "" {
+				c.report(e.Line, item, "%q not converted: %s", entry, why)
+				continue
+			}
+			conds = append(conds, keys)
+		}
+	}
+	c.inlineSets[p.key] = conds
 }
 
 func (c *conv) dropSet(line int, item, name, why string) {
@@ -139,6 +181,13 @@ func (c *conv) clashRules(n *yaml.Node) {
 		tg, why := c.clashTarget(target)
 		if tg == "" {
 			c.report(r.Line, item, "not converted: %s", why)
+			continue
+		}
+		if conds, ok := c.inlineSets[value]; ok && typ == "RULE-SET" {
+			// An inline provider's entries, as rules of their own.
+			for _, cond := range conds {
+				c.addRule(cond, tg)
+			}
 			continue
 		}
 		keys, why := c.clashRuleKeys(typ, value)

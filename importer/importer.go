@@ -106,19 +106,21 @@ type conv struct {
 	inbounds, outbounds, providers, groups       []*table
 	ruleSets, rules, dnsRules                    []*table
 
-	taken      map[string]bool   // target tags in use (outbounds, groups)
-	targets    map[string]string // a name in the input -> its target tag
-	inTags     map[string]bool   // inbound tags
-	provTags   map[string]string // provider name -> tag
-	setTags    map[string]string // rule set name -> tag
-	dropped    map[string]bool   // names of items not converted
-	declared   map[string]bool   // direct and block, when the input declares them
-	directTags map[string]bool   // outbounds of type direct
-	proxyTags  []string          // tags of the converted proxies, in order
-	dnsTags    map[string]bool   // sing-box dns outbounds: hijacking, not outbounds
-	hijack     bool              // some rule hijacks DNS: [dns] serve
-	geoIP      bool              // some rule reads [route].geoip_path
-	later      []func()          // conversions that wait for every group's tag
+	taken      map[string]bool     // target tags in use (outbounds, groups)
+	targets    map[string]string   // a name in the input -> its target tag
+	inTags     map[string]bool     // inbound tags
+	provTags   map[string]string   // provider name -> tag
+	inlineProv map[string][]string // inline provider name -> its nodes' tags
+	inlineSets map[string][][]kv   // inline rule provider name -> its conditions
+	setTags    map[string]string   // rule set name -> tag
+	dropped    map[string]bool     // names of items not converted
+	declared   map[string]bool     // direct and block, when the input declares them
+	directTags map[string]bool     // outbounds of type direct
+	proxyTags  []string            // tags of the converted proxies, in order
+	dnsTags    map[string]bool     // sing-box dns outbounds: hijacking, not outbounds
+	hijack     bool                // some rule hijacks DNS: [dns] serve
+	geoIP      bool                // some rule reads [route].geoip_path
+	later      []func()            // conversions that wait for every group's tag
 }
 
 func newConv() *conv {
@@ -131,6 +133,8 @@ func newConv() *conv {
 		directTags: map[string]bool{},
 		inTags:     map[string]bool{},
 		provTags:   map[string]string{},
+		inlineProv: map[string][]string{},
+		inlineSets: map[string][][]kv{},
 		setTags:    map[string]string{},
 	}
 }
@@ -229,7 +233,6 @@ func (c *conv) addOutbound(line int, kind, name string, o map[string]any) (strin
 	tag := c.tagFor(line, kind, name)
 	t.set("tag", tag)
 	c.targets[name] = tag
-	c.proxyTags = append(c.proxyTags, tag)
 	c.outbounds = append(c.outbounds, t)
 	return tag, true
 }
