@@ -189,13 +189,12 @@ func (c *conv) clashInbounds(root *yaml.Node, handled map[string]bool) {
 		}
 		t := &table{header: "inbounds", array: true}
 		t.set("tag", tag)
-		c.inTags[tag] = true
 		t.set("type", typ)
 		t.set("listen", fmt.Sprintf("%s:%d", host, port))
 		if len(users) > 0 {
 			t.set("users", users)
 		}
-		c.inbounds = append(c.inbounds, t)
+		c.addInbound(p.line, p.key, t)
 	}
 }
 
@@ -230,7 +229,6 @@ func (c *conv) clashListeners(n *yaml.Node, users []any) {
 		if tag == "" || c.inTags[tag] {
 			tag = fmt.Sprintf("%s-in-%d", typ, port)
 		}
-		c.inTags[tag] = true
 		t := &table{header: "inbounds", array: true}
 		t.set("tag", tag)
 		t.set("type", typ)
@@ -250,8 +248,7 @@ func (c *conv) clashListeners(n *yaml.Node, users []any) {
 		if typ != "http" && get(l, "udp") != nil && !getBool(l, "udp") {
 			t.set("udp", false)
 		}
-		c.inbounds = append(c.inbounds, t)
-		if name != "" {
+		if c.addInbound(l.Line, item, t) && name != "" {
 			c.targets["inbound:"+name] = tag
 		}
 	}

@@ -51,11 +51,11 @@ func TestEdgeCases(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`edge.yaml:84: proxy group "relay-chain": not converted: a relay chains its proxies`,
-		`edge.yaml:87: proxy group "uses-relay": not converted: none of its members was converted`,
-		`edge.yaml:105: SRC-PORT,7777,DIRECT: not converted: switchyard rules have no source port`,
-		`edge.yaml:110: OR,((DOMAIN,a.example),(DOMAIN,b.example)),DIRECT: not converted`,
-		`edge.yaml:35: proxy "GLOBAL": renamed "GLOBAL 2": "GLOBAL" is a tag switchyard reserves`,
+		`edge.yaml:85: proxy group "relay-chain": not converted: a relay chains its proxies`,
+		`edge.yaml:88: proxy group "uses-relay": not converted: none of its members was converted`,
+		`edge.yaml:106: SRC-PORT,7777,DIRECT: not converted: switchyard rules have no source port`,
+		`edge.yaml:111: OR,((DOMAIN,a.example),(DOMAIN,b.example)),DIRECT: not converted`,
+		`edge.yaml:36: proxy "GLOBAL": renamed "GLOBAL 2": "GLOBAL" is a tag switchyard reserves`,
 	} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("no problem %q in:\n%s", want, problems)

@@ -134,8 +134,6 @@ func (c *conv) sbInbounds(n *jnode) {
 		if tag == "" || c.inTags[tag] {
 			tag = typ + "-in-" + strconv.FormatInt(port, 10)
 		}
-		c.inTags[tag] = true
-		c.targets["inbound:"+in.s("tag")] = tag
 		t := &table{header: "inbounds", array: true}
 		t.set("tag", tag)
 		t.set("type", typ)
@@ -159,7 +157,9 @@ func (c *conv) sbInbounds(n *jnode) {
 				c.report(v.line, item, "%s is not converted", k)
 			}
 		})
-		c.inbounds = append(c.inbounds, t)
+		if c.addInbound(in.line, item, t) {
+			c.targets["inbound:"+in.s("tag")] = tag
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 
@@ -51,13 +52,38 @@ func (c *conv) addTUN(line int, item string, s tunSettings) {
 	if s.noHijack {
 		t.set("dns_hijack", false)
 	}
+	c.addInbound(line, item, t)
+}
+
+// addInbound appends an inbound the loader takes on its own and whose
+// listen address no inbound before it has; otherwise the item is reported.
+func (c *conv) addInbound(line int, item string, t *table) bool {
 	if why := checkInbound(t); why != "" {
 		c.report(line, item, "not converted: %s", why)
-		return
+		return false
 	}
-	c.inTags[tag] = true
+	if l, ok := t.get("listen"); ok {
+		host, port, _ := net.SplitHostPort(l.(string))
+		for _, o := range c.inbounds {
+			ol, ok := o.get("listen")
+			if !ok {
+				continue
+			}
+			oh, op, _ := net.SplitHostPort(ol.(string))
+			if op == port && (oh == host || wildcard(oh) || wildcard(host)) {
+				other, _ := o.get("tag")
+				c.report(line, item, "not converted: its listen address %s overlaps %s of inbound %q", l, ol, other)
+				return false
+			}
+		}
+	}
+	tag, _ := t.get("tag")
+	c.inTags[tag.(string)] = true
 	c.inbounds = append(c.inbounds, t)
+	return true
 }
+
+func wildcard(host string) bool { return host == "0.0.0.0" || host == "::" }
 
 // checkInbound lowers one inbound table on its own with the loader and
 // says why it is refused ("" when it is taken).
