@@ -36,14 +36,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/group", s.listGroups)
 		r.Get("/group/{name}", s.getGroup)
 		r.Get("/group/{name}/delay", s.groupDelay)
-		r.Get("/providers/proxies", func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]any{"providers": map[string]any{}})
-		})
-		// No rule providers exist (rules are inline in the file); dashboards
-		// ask for them beside /rules.
-		r.Get("/providers/rules", func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]any{"providers": map[string]any{}})
-		})
+		s.providerRoutes(r)
 		r.Get("/connections", s.connections)
 		r.Delete("/connections", s.closeAll)
 		r.Delete("/connections/{id}", s.closeOne)

@@ -131,6 +131,12 @@ type Options struct {
 	// Metrics, when set, serves GET /metrics (the Prometheus exposition,
 	// behind the secret); without it there is no such endpoint.
 	Metrics http.Handler
+	// Downloads, when set, are the url providers' and rule sets'
+	// downloads: /providers shows their state and PUT downloads now.
+	Downloads Downloads
+	// Reapply, when set, applies the running configuration again, reading
+	// its provider and rule-set files anew (PUT of a file provider).
+	Reapply func() error
 	Logger  *slog.Logger
 }
 

@@ -25,8 +25,9 @@ type download struct {
 	cache    string // absolute
 }
 
-// viaRef is a download_via to check once every tag is recorded.
-type viaRef struct{ key, tag string }
+// viaRef is a download_via to check once every tag is recorded; provider
+// is the tag of the provider it downloads ("" for a rule set).
+type viaRef struct{ key, tag, provider string }
 
 // download lowers url, interval, download_via and path (the cache file)
 // of the [[providers]] or [[rule_sets]] table at key; kind is "provider"
@@ -57,7 +58,11 @@ func (l *lowerer) download(key, kind, tag string, u, interval, via, path *string
 			ok = false
 		} else {
 			d.via = *via
-			l.vias = append(l.vias, viaRef{key + ".download_via", *via})
+			ref := viaRef{key: key + ".download_via", tag: *via}
+			if kind == "provider" {
+				ref.provider = tag
+			}
+			l.vias = append(l.vias, ref)
 		}
 	}
 	switch {
@@ -120,11 +125,23 @@ func safeFileName(s string) string {
 }
 
 // checkVias checks every download_via once outbounds, balancers and
-// groups are recorded: it must name one of them.
-func (l *lowerer) checkVias() {
+// groups are recorded: it must name one of them. A provider with no nodes
+// yet downloaded through a group whose only members are that provider's
+// nodes can never be downloaded: a warning says so.
+func (l *lowerer) checkVias(groups []fileGroup) {
 	for _, v := range l.vias {
-		if _, kind := l.declared(v.tag); kind == "" {
+		_, kind := l.declared(v.tag)
+		if kind == "" {
 			l.errorf(v.key, "unknown outbound %q: download_via names an outbound, balancer or group", v.tag)
+			continue
+		}
+		if kind != "group" || v.provider == "" || !l.providerPending[v.provider] {
+			continue
+		}
+		for _, g := range groups {
+			if g.Tag != nil && *g.Tag == v.tag && len(g.Members) == 0 && len(g.Use) == 1 && g.Use[0] == v.provider {
+				l.warnf(v.key, "group %q has no member but the nodes of provider %q, which has none yet: it cannot download them; name a group or outbound with another way out", v.tag, v.provider)
+			}
 		}
 	}
 }

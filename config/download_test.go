@@ -132,6 +132,19 @@ func TestURLProviderCacheWithoutStateFile(t *testing.T) {
 	}
 }
 
+// A provider downloaded through a group made of its own nodes, with none
+// yet, is warned of.
+func TestDownloadViaItsOwnGroup(t *testing.T) {
+	_, warns, err := writeConfig(t, "[[providers]]\ntag = \"sub\"\nurl = \"https://a.example/\"\ndownload_via = \"auto\"\n"+
+		"[[groups]]\ntag = \"auto\"\npolicy = \"urltest\"\nuse = [\"sub\"]\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[1].Error(), `sy.toml:4: providers[0].download_via: group "auto" has no member but the nodes of provider "sub"`) {
+		t.Fatalf("warnings %v", warns)
+	}
+}
+
 func TestDownloadKeyErrors(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"zero interval is allowed", "[[providers]]\ntag = \"s\"\nurl = \"https://a.example/\"\ninterval = \"0\"\n", ""},

@@ -186,7 +186,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	s.Providers = providers
 	s.Balancers = l.balancers(f.Balancers)
 	s.Groups = l.groups(f.Groups)
-	l.checkVias()
+	l.checkVias(f.Groups)
 	s.DNS = l.dns(f.DNS) // after the outbounds
 	s.Health = l.health(&f.Health)
 	s.Warmup = l.warmup(&f.Warmup)

@@ -36,8 +36,9 @@ type Resource struct {
 	MaxSize int64
 	// Validate, when set, refuses content that must not replace the
 	// cached copy (a provider that does not parse or has no node, a rule
-	// set that does not load).
-	Validate func([]byte) error
+	// set that does not load); it returns the content's node or rule
+	// count.
+	Validate func([]byte) (int, error)
 }
 
 // name is how logs and errors name the resource: "provider sub".
@@ -79,6 +80,8 @@ type Meta struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	SHA256    string    `json:"sha256"`
 	Size      int64     `json:"size"`
+	// Entries is the content's node or rule count (Validate's).
+	Entries int `json:"entries"`
 	// UserInfo is the last subscription-userinfo header seen.
 	UserInfo *UserInfo `json:"subscription_userinfo,omitempty"`
 }

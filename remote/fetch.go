@@ -165,16 +165,18 @@ func (f *Fetcher) Fetch(ctx context.Context, r Resource) (Outcome, error) {
 		next.UserInfo = &info
 	}
 	if cached && meta.SHA256 == next.SHA256 {
-		next.UpdatedAt = meta.UpdatedAt
+		next.UpdatedAt, next.Entries = meta.UpdatedAt, meta.Entries
 		if err := writeMeta(r.CachePath, next); err != nil {
 			f.log().Warn("the download's meta is not kept", "resource", r.name(), "error", err)
 		}
 		return Outcome{Meta: next}, nil
 	}
 	if r.Validate != nil {
-		if err := r.Validate(body); err != nil {
+		n, err := r.Validate(body)
+		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: %v; the cached copy stays", ErrInvalid, err)
 		}
+		next.Entries = n
 	}
 	if err := writeFile(r.CachePath, body); err != nil {
 		return Outcome{}, err

@@ -146,14 +146,14 @@ func TestBadContentKeepsTheCache(t *testing.T) {
 	defer srv.Close()
 	f, _ := fetcher(t)
 	r := resource(t, srv.URL)
-	r.Validate = func(b []byte) error {
+	r.Validate = func(b []byte) (int, error) {
 		if !bytes.HasPrefix(b, []byte("socks5://")) {
-			return errors.New("not a link list")
+			return 0, errors.New("not a link list")
 		}
-		return nil
+		return bytes.Count(b, []byte("\n")), nil
 	}
-	if _, err := f.Fetch(context.Background(), r); err != nil {
-		t.Fatal(err)
+	if out, err := f.Fetch(context.Background(), r); err != nil || out.Meta.Entries != 1 {
+		t.Fatal(out, err)
 	}
 	body = "<html>maintenance</html>"
 	_, err := f.Fetch(context.Background(), r)
@@ -354,5 +354,28 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An https download verifies the server (here against the test server's
+// own root) and leaves no connection behind (goleak checks).
+func TestHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.Proto))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	f, _ := fetcher(t)
+	r := resource(t, srv.URL)
+	if _, err := f.Fetch(context.Background(), r); err == nil {
+		t.Fatal("a server the system roots do not know was accepted")
+	}
+	f.TLS = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	if _, err := f.Fetch(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(r.CachePath); !strings.HasPrefix(string(b), "HTTP/") {
+		t.Fatalf("cache %q", b)
 	}
 }

@@ -47,6 +47,9 @@ type Status struct {
 	Cached               bool
 	UpdatedAt, FetchedAt time.Time
 	UserInfo             *UserInfo
+	// Entries is the cached copy's node or rule count (0: not known, a
+	// copy placed by hand).
+	Entries int
 	// Downloading: a download runs now. LastError is the last attempt's
 	// failure ("" once one succeeds), at LastAttempt; NextAttempt is when
 	// the schedule tries next (zero: not scheduled).
@@ -112,7 +115,7 @@ func newEntry(r Resource) *entry {
 	e := &entry{r: r, sem: make(chan struct{}, 1)}
 	e.st = Status{Kind: r.Kind, Tag: r.Tag, URL: r.URL, Via: r.Via, Interval: r.Interval, CachePath: r.CachePath}
 	if m, ok := ReadMeta(r.CachePath); ok {
-		e.st.Cached, e.st.UpdatedAt, e.st.FetchedAt, e.st.UserInfo = true, m.UpdatedAt, m.FetchedAt, m.UserInfo
+		e.st.Cached, e.st.UpdatedAt, e.st.FetchedAt, e.st.UserInfo, e.st.Entries = true, m.UpdatedAt, m.FetchedAt, m.UserInfo, m.Entries
 	}
 	return e
 }
@@ -303,6 +306,9 @@ func (u *Updater) download(ctx context.Context, e *entry, why string) error {
 		}
 		st.LastError = ""
 		st.Cached, st.UpdatedAt, st.FetchedAt = true, out.Meta.UpdatedAt, out.Meta.FetchedAt
+		if !out.NotModified {
+			st.Entries = out.Meta.Entries
+		}
 		if out.Meta.UserInfo != nil || !out.NotModified {
 			st.UserInfo = out.Meta.UserInfo
 		}

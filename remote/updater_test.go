@@ -176,6 +176,7 @@ func TestUpdateNow(t *testing.T) {
 	f, _ := fetcher(t)
 	r := resource(t, srv.URL)
 	r.Interval = 0
+	r.Validate = func(b []byte) (int, error) { return strings.Count(string(b), "\n"), nil }
 	var mu sync.Mutex
 	var applied []string
 	u := New([]Resource{r}, Options{Fetcher: f, OnChange: func(r Resource) error {
@@ -205,7 +206,7 @@ func TestUpdateNow(t *testing.T) {
 		t.Fatalf("unknown: %v", err)
 	}
 	st := u.Status()[0]
-	if st.UserInfo == nil || *st.UserInfo != (UserInfo{1, 2, 3, 4}) {
+	if st.UserInfo == nil || *st.UserInfo != (UserInfo{1, 2, 3, 4}) || st.Entries != 1 || !st.Cached {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -32,6 +32,7 @@ func main() {
 	root.AddCommand(run, checkCmd(), versionCmd())
 	root.AddCommand(probeCmd())
 	root.AddCommand(importCmd())
+	root.AddCommand(providerCmd())
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"switchyard/api"
 	"switchyard/config"
 	"switchyard/metrics"
+	"switchyard/remote"
 	"switchyard/spec"
 	"switchyard/store"
 	"switchyard/supervisor"
@@ -32,7 +34,12 @@ func runCmd() *cobra.Command {
 		Short: "Serve a configuration (the embedded default without -c)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, warns, err := load(path)
+			src, err := readSource(path)
+			var s *spec.Spec
+			var warns config.Warnings
+			if err == nil {
+				s, warns, err = src.lower()
+			}
 			if err != nil {
 				var errs config.Errors
 				if errors.As(err, &errs) {
@@ -52,7 +59,7 @@ func runCmd() *cobra.Command {
 			servePprof(log)
 			// The embedded default's API is a convenience: a taken port
 			// leaves the proxy running without it.
-			err = serve(s, func() (*spec.Spec, config.Warnings, error) { return load(path) }, log,
+			err = serve(s, src, func() (source, error) { return readSource(path) }, log,
 				serveOptions{level: level, apiOptional: path == "", logs: hub})
 			var restart restartError
 			if errors.As(err, &restart) {
@@ -66,10 +73,36 @@ func runCmd() *cobra.Command {
 }
 
 func load(path string) (*spec.Spec, config.Warnings, error) {
-	if path == "" {
-		return config.Parse(config.Default(), "default")
+	src, err := readSource(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	return config.Load(path)
+	return src.lower()
+}
+
+// source is a configuration's text and where it is read as being from:
+// what the process runs is kept as its source, so that a download applies
+// over the configuration running (not over a file being edited since).
+type source struct {
+	data []byte
+	name string // for error texts
+	dir  string // relative paths are relative to it; "" for text from no file
+}
+
+// readSource reads the file at path; "" is the embedded default.
+func readSource(path string) (source, error) {
+	if path == "" {
+		return source{data: config.Default(), name: "default"}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return source{}, fmt.Errorf("config: %w", err)
+	}
+	return source{data: data, name: path, dir: filepath.Dir(path)}, nil
+}
+
+func (src source) lower() (*spec.Spec, config.Warnings, error) {
+	return config.ParseIn(src.data, src.name, src.dir)
 }
 
 // logWarnings logs what the configuration asks for that has no effect.
@@ -109,6 +142,11 @@ type serveOptions struct {
 	restart func() error
 	// metrics are what the API's GET /metrics serves; nil without [api].
 	metrics *metrics.Metrics
+	// downloads are the url providers' and rule sets' (provider.go).
+	downloads *remote.Updater
+	// reapply applies the running source again (the API's PUT of a file
+	// provider or rule set).
+	reapply func() error
 }
 
 // startAPI serves [api] over sv; nil when the spec has none or, when
@@ -122,6 +160,10 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 		Spec: s, Version: versionString(), LogLevel: o.level, Logger: log.With("component", "api"), Logs: o.logs,
 		Reload: o.reload, Restart: o.restart,
 	}
+	if o.downloads != nil {
+		opts.Downloads = o.downloads
+	}
+	opts.Reapply = o.reapply
 	if o.metrics != nil {
 		opts.Metrics = o.metrics.Handler()
 	}
@@ -137,13 +179,16 @@ func startAPI(s *spec.Spec, sv *supervisor.Supervisor, log *slog.Logger, o serve
 	return srv, nil
 }
 
-// serve runs s until SIGINT or SIGTERM; SIGHUP re-reads the configuration
-// with reload and applies it. A restart the API asks for stops it as
-// SIGTERM does, then serve returns a restartError for its caller to
-// execute the binary again (restart.go). The API starts before the
-// supervisor's inbounds and stops before the supervisor; a reload does not
-// move it (its listen, secret and origins are read at start).
-func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log *slog.Logger, o serveOptions) error {
+// serve runs s, lowered from src, until SIGINT or SIGTERM; SIGHUP reads
+// the configuration again with reread and applies it. A restart the API
+// asks for stops it as SIGTERM does, then serve returns a restartError for
+// its caller to execute the binary again (restart.go). The API starts
+// before the supervisor's inbounds and stops before the supervisor; a
+// reload does not move it (its listen, secret and origins are read at
+// start). The downloads of url providers and rule sets start once the
+// supervisor runs and stop before it; a changed download re-applies the
+// running source.
+func serve(s *spec.Spec, src source, reread func() (source, error), log *slog.Logger, o serveOptions) error {
 	st := store.Open(s.State.Path, log.With("component", "store"))
 	defer st.Close()
 	if s.API != nil {
@@ -158,20 +203,29 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
-	// reloading serializes reloads (SIGHUP, the API's PUT /configs) and
-	// guards apiSrv, which a reload the API asks for reads.
+	// reloading serializes reloads (SIGHUP, the API's PUT /configs, a
+	// download's apply) and guards apiSrv, which a reload the API asks for
+	// reads, and running, the source in force.
 	var (
 		reloading sync.Mutex
 		apiSrv    *api.Server
+		running   = src
+		downloads *remote.Updater
 	)
-	// applyReload loads a configuration with load and applies it, as
-	// SIGHUP does and as the API's PUT /configs asks; a refusal leaves the
-	// running configuration serving and is the error returned.
-	applyReload := func(load func() (*spec.Spec, config.Warnings, error)) error {
+	// applyReload reads a source with load, lowers it and applies it, as
+	// SIGHUP does, as the API's PUT /configs asks and as a changed
+	// download needs (why says which); a refusal leaves the running
+	// configuration serving and is the error returned.
+	applyReload := func(why string, load func() (source, error)) error {
 		reloading.Lock()
 		defer reloading.Unlock()
-		log.Info("reloading the configuration")
-		next, warns, err := load()
+		log.Info(why)
+		next, err := load()
+		var warns config.Warnings
+		var ns *spec.Spec
+		if err == nil {
+			ns, warns, err = next.lower()
+		}
 		if err != nil {
 			var errs config.Errors
 			if errors.As(err, &errs) {
@@ -187,28 +241,42 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 			return err
 		}
 		logWarnings(log, warns)
-		if err := sv.Apply(next); err != nil {
+		if err := sv.Apply(ns); err != nil {
 			return err
 		}
+		running = next
 		log.Info("reload applied")
+		if downloads != nil {
+			downloads.Reconfigure(resources(ns))
+		}
 		if apiSrv != nil {
-			apiSrv.SetSpec(next)
-			if !spec.Equal(next.API, s.API) {
+			apiSrv.SetSpec(ns)
+			if !spec.Equal(ns.API, s.API) {
 				log.Warn("the [api] table changed: the API keeps its running settings until a restart")
 			}
 		}
 		return nil
+	}
+	reload := func() error { return applyReload("reloading the configuration", reread) }
+	downloads = newDownloads(s, sv, log, func(r remote.Resource) error {
+		return applyReload("applying the download of "+describe(r), func() (source, error) { return running, nil })
+	})
+	o.downloads = downloads
+	o.reapply = func() error {
+		return applyReload("reading the provider and rule-set files again", func() (source, error) { return running, nil })
 	}
 	restarts := make(chan string, 1)
 	o.restart = func() error { return requestRestart(restarts) }
 	o.reload = func(path string, payload []byte) error {
 		switch {
 		case len(payload) > 0:
-			return applyReload(func() (*spec.Spec, config.Warnings, error) { return config.Parse(payload, "PUT /configs payload") })
+			return applyReload("reloading the configuration", func() (source, error) {
+				return source{data: payload, name: "PUT /configs payload"}, nil
+			})
 		case path != "":
-			return applyReload(func() (*spec.Spec, config.Warnings, error) { return config.Load(path) })
+			return applyReload("reloading the configuration", func() (source, error) { return readSource(path) })
 		}
-		return applyReload(reload)
+		return reload()
 	}
 	// The API listens before the inbounds bind, so that it answers once
 	// "switchyard ready" is logged; a reload it asks for meanwhile waits
@@ -223,16 +291,20 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 	}
 	apiSrv = started
 	err = sv.Start()
+	if err == nil {
+		downloads.Start()
+	}
 	reloading.Unlock()
 	if err != nil {
 		log.Error("start failed", "error", err)
 		if started != nil {
 			started.Close()
 		}
+		downloads.Close()
 		sv.Close()
 		return exitError{1}
 	}
-	exe := waitStop(sigs, restarts, log, sv, func() { applyReload(reload) })
+	exe := waitStop(sigs, restarts, log, sv, func() { reload() })
 	if exe != "" {
 		log.Info("restarting: stopping first")
 	} else {
@@ -243,6 +315,7 @@ func serve(s *spec.Spec, reload func() (*spec.Spec, config.Warnings, error), log
 		if apiSrv != nil {
 			apiSrv.Close()
 		}
+		downloads.Close()
 		sv.Close()
 		close(done)
 	}()
