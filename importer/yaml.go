@@ -57,14 +57,20 @@ type pair struct {
 // pairs lists a mapping's keys in order, with YAML merge keys (<<)
 // expanded: a merged key does not override one written in the mapping.
 func pairs(n *yaml.Node) []pair {
-	return pairsDepth(n, 0)
+	budget := maxMergedPairs
+	return pairsDepth(n, 0, &budget)
 }
 
-func pairsDepth(n *yaml.Node, depth int) []pair {
+// maxMergedPairs bounds the keys merge keys bring into one mapping: aliases
+// of aliases would otherwise expand exponentially.
+const maxMergedPairs = 4096
+
+func pairsDepth(n *yaml.Node, depth int, budget *int) []pair {
 	n = deAlias(n)
-	if n == nil || n.Kind != yaml.MappingNode || depth > 8 {
+	if n == nil || n.Kind != yaml.MappingNode || depth > 8 || *budget <= 0 {
 		return nil
 	}
+	*budget -= len(n.Content) / 2
 	var own, merged []pair
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], deAlias(n.Content[i+1])
@@ -74,7 +80,7 @@ func pairsDepth(n *yaml.Node, depth int) []pair {
 				srcs = v.Content
 			}
 			for _, s := range srcs {
-				merged = append(merged, pairsDepth(s, depth+1)...)
+				merged = append(merged, pairsDepth(s, depth+1, budget)...)
 			}
 			continue
 		}
