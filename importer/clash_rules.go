@@ -157,8 +157,11 @@ func (c *conv) clashRules(n *yaml.Node) {
 			continue
 		}
 		switch typ {
-		case "AND", "OR", "NOT", "SUB-RULE":
-			c.report(r.Line, item, "not converted: logical and sub-rules (%s) have no switchyard equivalent", typ)
+		case "AND", "OR":
+			c.clashLogical(r.Line, item, typ, text)
+			continue
+		case "NOT", "SUB-RULE":
+			c.report(r.Line, item, "not converted: %s rules have no switchyard equivalent", typ)
 			continue
 		case "MATCH", "FINAL":
 			if len(parts) < 2 {
@@ -239,6 +242,98 @@ func (c *conv) ruleSetFormat(tag string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// clashLogical converts AND,((C1),(C2)...),TARGET into one rule whose
+// keys are the conditions' (switchyard's keys all must match), and OR into
+// one rule per condition, in order, to the same target.
+func (c *conv) clashLogical(line int, item, typ, text string) {
+	rest := strings.TrimSpace(text[len(typ):])
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, ","))
+	end := closing(rest)
+	if !strings.HasPrefix(rest, "(") || end < 0 {
+		c.report(line, item, "not converted: a %s rule is %s,((TYPE,VALUE),...),TARGET", typ, typ)
+		return
+	}
+	inner, after := rest[1:end], strings.TrimSpace(rest[end+1:])
+	tparts := strings.Split(strings.TrimPrefix(after, ","), ",")
+	tg, why := c.clashTarget(strings.TrimSpace(tparts[0]))
+	if tg == "" {
+		c.report(line, item, "not converted: %s", why)
+		return
+	}
+	var conds [][]kv
+	for len(strings.TrimSpace(inner)) > 0 {
+		inner = strings.TrimLeft(inner, " ,")
+		e := closing(inner)
+		if !strings.HasPrefix(inner, "(") || e < 0 {
+			c.report(line, item, "not converted: its conditions are not (TYPE,VALUE) groups")
+			return
+		}
+		cond := strings.TrimSpace(inner[1:e])
+		inner = inner[e+1:]
+		ct, cv, _ := strings.Cut(cond, ",")
+		ct = strings.ToUpper(strings.TrimSpace(ct))
+		cv, _, _ = strings.Cut(cv, ",") // a condition's own options (no-resolve)
+		if ct == "AND" || ct == "OR" || ct == "NOT" {
+			c.report(line, item, "not converted: a nested %s has no switchyard equivalent", ct)
+			return
+		}
+		keys, why := c.clashRuleKeys(ct, strings.TrimSpace(cv))
+		if why != "" {
+			c.report(line, item, "not converted: %s", why)
+			return
+		}
+		conds = append(conds, keys)
+	}
+	if len(conds) == 0 {
+		c.report(line, item, "not converted: no condition")
+		return
+	}
+	if typ == "OR" {
+		for _, k := range conds {
+			c.addRule(k, tg)
+		}
+		return
+	}
+	var all []kv
+	for _, k := range conds {
+		for _, e := range k {
+			for _, a := range all {
+				if a.key == e.key {
+					c.report(line, item, "not converted: two conditions of one kind (%s) must both match, and a switchyard key matches any of its values", e.key)
+					return
+				}
+			}
+			all = append(all, e)
+		}
+	}
+	t := &table{header: "rules", array: true}
+	for _, e := range all {
+		t.set(e.key, e.val)
+	}
+	t.set("outbound", tg)
+	c.rules = append(c.rules, t)
+}
+
+// closing is the index of the parenthesis that closes s[0] ('('), or -1.
+func closing(s string) int {
+	if s == "" || s[0] != '(' {
+		return -1
+	}
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // clashRuleKeys converts one rule's condition into [[rules]] keys.

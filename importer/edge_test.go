@@ -50,11 +50,22 @@ func TestEdgeCases(t *testing.T) {
 			t.Errorf("group 🚀 节点选择 members %q: want direct, block and every converted proxy", g.Members)
 		}
 	}
+	// OR,((DOMAIN,a.example),(DOMAIN,b.example)),DIRECT is one rule per
+	// condition, merged back into one.
+	orRule := false
+	for _, r := range doc.Rules {
+		if d, ok := r["domain"].([]any); ok && len(d) == 2 && d[0] == "a.example" && d[1] == "b.example" && r["outbound"] == "direct" {
+			orRule = true
+		}
+	}
+	if !orRule {
+		t.Errorf("the OR rule was not converted:\n%s", out)
+	}
 	for _, want := range []string{
 		`edge.yaml:85: proxy group "relay-chain": not converted: a relay chains its proxies`,
 		`edge.yaml:88: proxy group "uses-relay": not converted: none of its members was converted`,
 		`edge.yaml:106: SRC-PORT,7777,DIRECT: not converted: switchyard rules have no source port`,
-		`edge.yaml:111: OR,((DOMAIN,a.example),(DOMAIN,b.example)),DIRECT: not converted`,
+		`edge.yaml:112: NOT,((DOMAIN,c.example)),DIRECT: not converted`,
 		`edge.yaml:36: proxy "GLOBAL": renamed "GLOBAL 2": "GLOBAL" is a tag switchyard reserves`,
 	} {
 		if !strings.Contains(problems, want) {
