@@ -158,7 +158,7 @@ func (c *conv) clashRules(n *yaml.Node) {
 		}
 		switch typ {
 		case "AND", "OR":
-			c.clashLogical(r.Line, item, typ, text)
+			c.clashLogical(r.Line, item, typ, strings.TrimSpace(text[len(parts[0]):]))
 			continue
 		case "NOT", "SUB-RULE":
 			c.report(r.Line, item, "not converted: %s rules have no switchyard equivalent", typ)
@@ -247,8 +247,7 @@ func (c *conv) ruleSetFormat(tag string) (string, bool) {
 // clashLogical converts AND,((C1),(C2)...),TARGET into one rule whose
 // keys are the conditions' (switchyard's keys all must match), and OR into
 // one rule per condition, in order, to the same target.
-func (c *conv) clashLogical(line int, item, typ, text string) {
-	rest := strings.TrimSpace(text[len(typ):])
+func (c *conv) clashLogical(line int, item, typ, rest string) {
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, ","))
 	end := closing(rest)
 	if !strings.HasPrefix(rest, "(") || end < 0 {

@@ -24,6 +24,7 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte("proxies:\n  - {name: a, type: ss, server: '::1', port: 1, cipher: aes-128-gcm, password: x}\nrules: [MATCH,a]\n"))
 	f.Add([]byte(`{"outbounds": [{"type": "selector", "tag": "s", "outbounds": ["s"]}], /* c */ "route": {"rules": [{"port_range": ":"}]}}`))
 	f.Add([]byte("a: &x [*x]\nproxies: *x\n"))
+	f.Add([]byte("rules:\n  - AND,((NETWORK,UDP),(DST-PORT,443)),REJECT\n  - OR,((DOMAIN,a),(AND,((DOMAIN,b)))),DIRECT\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var (
 			out      []byte
