@@ -59,10 +59,6 @@ func (c *conv) sbRoute(route *jnode) {
 
 func (c *conv) sbRule(r *jnode) {
 	item := "route rule"
-	if r.s("type") == "logical" {
-		c.report(r.line, item, "not converted: logical rules (and/or) have no switchyard equivalent")
-		return
-	}
 	if r.boolean("invert") {
 		c.report(r.line, item, "not converted: invert has no switchyard equivalent")
 		return
@@ -92,6 +88,81 @@ func (c *conv) sbRule(r *jnode) {
 		c.report(r.line, item, "not converted: action %q has no switchyard equivalent", a)
 		return
 	}
+	conds, ok := c.sbConds(r, item, 0)
+	if !ok {
+		return
+	}
+	for _, keys := range conds {
+		if len(keys) == 0 {
+			section(&c.route, "route").set("final", target)
+			c.report(r.line, item, "a rule without a condition matches everything: it becomes [route].final")
+			continue
+		}
+		c.addRule(keys, target)
+	}
+}
+
+// maxRuleSplit bounds the rules one sing-box rule becomes.
+const maxRuleSplit = 64
+
+// sbConds converts a rule's conditions into alternatives, each the keys of
+// one [[rules]] table (an empty one matches everything): a default rule's
+// destination and port keys, which sing-box ORs, give one alternative
+// each; a logical or rule the alternatives of its rules; a logical and
+// rule their combinations, when no two conditions of one kind meet.
+func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
+	if r.s("type") == "logical" {
+		if depth > 4 || r.boolean("invert") {
+			c.report(r.line, item, "not converted: a logical rule nested this deep, or inverted, has no switchyard equivalent")
+			return nil, false
+		}
+		var subs [][][]kv
+		for _, sub := range r.list("rules") {
+			if sub.boolean("invert") {
+				c.report(sub.line, item, "not converted: invert has no switchyard equivalent")
+				return nil, false
+			}
+			alts, ok := c.sbConds(sub, item, depth+1)
+			if !ok {
+				return nil, false
+			}
+			subs = append(subs, alts)
+		}
+		if len(subs) == 0 {
+			c.report(r.line, item, "not converted: a logical rule without rules")
+			return nil, false
+		}
+		switch r.s("mode") {
+		case "or":
+			var out [][]kv
+			for _, alts := range subs {
+				out = append(out, alts...)
+			}
+			return out, len(out) <= maxRuleSplit || c.tooMany(r, item)
+		case "and":
+			out := [][]kv{{}}
+			for _, alts := range subs {
+				var next [][]kv
+				for _, have := range out {
+					for _, add := range alts {
+						merged, ok := joinKeys(have, add)
+						if !ok {
+							c.report(r.line, item, "not converted: two conditions of one kind must both match, and a switchyard key matches any of its values")
+							return nil, false
+						}
+						next = append(next, merged)
+					}
+				}
+				if len(next) > maxRuleSplit {
+					return nil, c.tooMany(r, item)
+				}
+				out = next
+			}
+			return out, true
+		}
+		c.report(r.line, item, "not converted: logical mode %q (and, or)", r.s("mode"))
+		return nil, false
+	}
 	known := map[string]bool{"type": true, "action": true, "outbound": true, "invert": true, "method": true, "no_drop": true}
 	for _, k := range append(append(append([]string{}, sbDestKeys...), sbPortKeys...), sbAndKeys...) {
 		known[k] = true
@@ -104,7 +175,7 @@ func (c *conv) sbRule(r *jnode) {
 	})
 	if bad != "" {
 		c.report(r.lineOf(bad), item, "not converted: %s has no switchyard rule key", bad)
-		return
+		return nil, false
 	}
 	var and []kv
 	for _, k := range sbAndKeys {
@@ -118,7 +189,7 @@ func (c *conv) sbRule(r *jnode) {
 				and = append(and, kv{"network", vs[0]})
 			} else if !(contains(vs, "tcp") && contains(vs, "udp")) {
 				c.report(r.lineOf(k), item, "not converted: network %v", vs)
-				return
+				return nil, false
 			}
 		case "rule_set":
 			var tags []string
@@ -126,7 +197,7 @@ func (c *conv) sbRule(r *jnode) {
 				tg, why := c.setRef(v)
 				if tg == "" {
 					c.report(r.lineOf(k), item, "not converted: %s", why)
-					return
+					return nil, false
 				}
 				tags = append(tags, tg)
 			}
@@ -137,7 +208,7 @@ func (c *conv) sbRule(r *jnode) {
 				tg, ok := c.targets["inbound:"+v]
 				if !ok {
 					c.report(r.lineOf(k), item, "not converted: inbound %q was not converted", v)
-					return
+					return nil, false
 				}
 				tags = append(tags, tg)
 			}
@@ -146,7 +217,7 @@ func (c *conv) sbRule(r *jnode) {
 			for _, v := range vs {
 				if !contains([]string{"tls", "http", "quic", "dns"}, v) {
 					c.report(r.lineOf(k), item, "not converted: protocol %q is not sniffed by switchyard (tls, http, quic, dns are)", v)
-					return
+					return nil, false
 				}
 			}
 			and = append(and, kv{"protocol", vs})
@@ -155,7 +226,7 @@ func (c *conv) sbRule(r *jnode) {
 		case "source_ip_cidr":
 			ps, ok := c.sbPrefixes(r, k, item)
 			if !ok {
-				return
+				return nil, false
 			}
 			and = append(and, kv{k, ps})
 		}
@@ -173,7 +244,7 @@ func (c *conv) sbRule(r *jnode) {
 		case "ip_cidr":
 			ps, ok := c.sbPrefixes(r, k, item)
 			if !ok {
-				return
+				return nil, false
 			}
 			dest = append(dest, kv{k, ps})
 		case "domain_regex":
@@ -181,7 +252,7 @@ func (c *conv) sbRule(r *jnode) {
 			for _, v := range vs {
 				if why := validRegex(v); why != "" {
 					c.report(r.lineOf(k), item, "not converted: %s", why)
-					return
+					return nil, false
 				}
 			}
 			dest = append(dest, kv{k, vs})
@@ -196,7 +267,7 @@ func (c *conv) sbRule(r *jnode) {
 			n, err := strconv.ParseUint(v, 10, 16)
 			if err != nil {
 				c.report(r.lineOf("port"), item, "not converted: %q is not a port", v)
-				return
+				return nil, false
 			}
 			ps = append(ps, int64(n))
 		}
@@ -225,6 +296,7 @@ func (c *conv) sbRule(r *jnode) {
 	if len(port) == 0 {
 		port = []kv{{}}
 	}
+	var out [][]kv
 	for _, d := range dest {
 		for _, p := range port {
 			var keys []kv
@@ -234,15 +306,29 @@ func (c *conv) sbRule(r *jnode) {
 			if p.key != "" {
 				keys = append(keys, p)
 			}
-			keys = append(keys, and...)
-			if len(keys) == 0 {
-				section(&c.route, "route").set("final", target)
-				c.report(r.line, item, "a rule without a condition matches everything: it becomes [route].final")
-				continue
-			}
-			c.addRule(keys, target)
+			out = append(out, append(keys, and...))
 		}
 	}
+	return out, true
+}
+
+func (c *conv) tooMany(r *jnode, item string) bool {
+	c.report(r.line, item, "not converted: it would be more than %d rules", maxRuleSplit)
+	return false
+}
+
+// joinKeys is the keys of a and b together; false when both have a key.
+func joinKeys(a, b []kv) ([]kv, bool) {
+	out := append([]kv(nil), a...)
+	for _, e := range b {
+		for _, x := range a {
+			if x.key == e.key {
+				return nil, false
+			}
+		}
+		out = append(out, e)
+	}
+	return out, true
 }
 
 // sbHijack converts a rule that hijacks DNS: the DNS service answers
