@@ -117,6 +117,9 @@ func (c *conv) dropSet(line int, item, name, why string) {
 // setRef resolves a rule provider's name to its rule-set tag.
 func (c *conv) setRef(name string) (string, string) {
 	tag, ok := c.setTags[name]
+	if _, inline := c.sbInline[name]; inline {
+		return "", "inline rule set " + strconv.Quote(name) + " is converted into route rules only"
+	}
 	switch {
 	case !ok:
 		return "", "no rule set (rule provider) " + strconv.Quote(name) + " is declared"

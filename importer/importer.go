@@ -112,6 +112,7 @@ type conv struct {
 	provTags   map[string]string   // provider name -> tag
 	inlineProv map[string][]string // inline provider name -> its nodes' tags
 	inlineSets map[string][][]kv   // inline rule provider name -> its conditions
+	sbInline   map[string][]*jnode // sing-box inline rule set tag -> its rules
 	setTags    map[string]string   // rule set name -> tag
 	dropped    map[string]bool     // names of items not converted
 	declared   map[string]bool     // direct and block, when the input declares them
@@ -135,6 +136,7 @@ func newConv() *conv {
 		provTags:   map[string]string{},
 		inlineProv: map[string][]string{},
 		inlineSets: map[string][][]kv{},
+		sbInline:   map[string][]*jnode{},
 		setTags:    map[string]string{},
 	}
 }

@@ -131,7 +131,9 @@ func (c *conv) sbRuleSets(n *jnode) {
 			continue
 		}
 		if rs.s("type") == "inline" {
-			c.dropSet(rs.line, item, tag, "not converted: an inline rule set; write its rules in a source file and give its path")
+			// Its rules become the conditions of the route rules naming it.
+			c.sbInline[tag] = rs.list("rules")
+			c.setTags[tag] = ""
 			continue
 		}
 		var format string

@@ -178,6 +178,7 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 		return nil, false
 	}
 	var and []kv
+	var setAlts [][]kv // the rule_set key's alternatives: named sets, inline sets' rules
 	for _, k := range sbAndKeys {
 		if !r.has(k) {
 			continue
@@ -194,6 +195,20 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 		case "rule_set":
 			var tags []string
 			for _, v := range vs {
+				if rules, ok := c.sbInline[v]; ok {
+					if depth > 4 {
+						c.report(r.lineOf(k), item, "not converted: inline rule sets nested this deep")
+						return nil, false
+					}
+					for _, h := range rules {
+						alts, ok := c.sbConds(h, item, depth+1)
+						if !ok {
+							return nil, false
+						}
+						setAlts = append(setAlts, alts...)
+					}
+					continue
+				}
 				tg, why := c.setRef(v)
 				if tg == "" {
 					c.report(r.lineOf(k), item, "not converted: %s", why)
@@ -201,7 +216,9 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 				}
 				tags = append(tags, tg)
 			}
-			and = append(and, kv{"rule_set", tags})
+			if len(tags) > 0 {
+				setAlts = append(setAlts, []kv{{"rule_set", tags}})
+			}
 		case "inbound":
 			var tags []string
 			for _, v := range vs {
@@ -296,6 +313,18 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 	if len(port) == 0 {
 		port = []kv{{}}
 	}
+	if len(setAlts) > 0 && (dest[0].key != "" || port[0].key != "") {
+		// sing-box matches a rule set's destination entries as one with the
+		// rule's own: kept apart, both would have to match.
+		for _, a := range setAlts {
+			for _, e := range a {
+				if e.key != "rule_set" {
+					c.report(r.line, item, "not converted: an inline rule set beside destination or port keys")
+					return nil, false
+				}
+			}
+		}
+	}
 	var out [][]kv
 	for _, d := range dest {
 		for _, p := range port {
@@ -308,6 +337,23 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 			}
 			out = append(out, append(keys, and...))
 		}
+	}
+	if setAlts != nil {
+		var next [][]kv
+		for _, o := range out {
+			for _, a := range setAlts {
+				merged, ok := joinKeys(o, a)
+				if !ok {
+					c.report(r.line, item, "not converted: an inline rule set's key is also a key of the rule, and both would have to match")
+					return nil, false
+				}
+				next = append(next, merged)
+			}
+		}
+		if len(next) > maxRuleSplit {
+			return nil, c.tooMany(r, item)
+		}
+		out = next
 	}
 	return out, true
 }
