@@ -105,7 +105,8 @@ func (c *conv) sbFill(s *sbOut, typ, kind string) error {
 		}
 	}
 	refuse := func(k, why string) error {
-		if v := s.node(k); v != nil && !(v.kind == 'b' && !v.b) && !(v.kind == 'o' && !v.boolean("enabled") && v.has("enabled")) {
+		// A flag, or an object that is on only with "enabled": true.
+		if v := s.node(k); v != nil && ((v.kind == 'b' && v.b) || (v.kind == 'o' && v.boolean("enabled"))) {
 			return errors.New(why)
 		}
 		return nil
