@@ -142,7 +142,7 @@ func newConv() *conv {
 }
 
 func (c *conv) report(line int, item, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Line: line, Item: clean(item), Why: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, Problem{Line: line, Item: clean(item), Why: clean(fmt.Sprintf(format, args...))})
 }
 
 // tagFor gives the input name a tag of its own among outbounds and
