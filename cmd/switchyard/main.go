@@ -31,6 +31,7 @@ func main() {
 	root.Flags().AddFlagSet(run.Flags())
 	root.AddCommand(run, checkCmd(), versionCmd())
 	root.AddCommand(probeCmd())
+	root.AddCommand(importCmd())
 	root.AddCommand(providerCmd())
 	if err := root.Execute(); err != nil {
 		var ee exitError
