@@ -138,6 +138,17 @@ func Check(s *spec.Spec) error {
 	if err != nil {
 		return err
 	}
+	if s.DNS != nil {
+		// The DNS service is built as a start builds it (no socket opens
+		// before an exchange), so that a dns outbound checks as it runs.
+		sv := &Supervisor{log: slog.New(slog.DiscardHandler), socket: s.Socket}
+		rt, err := sv.buildDNS(s)
+		if err != nil {
+			return err
+		}
+		defer rt.close()
+		deps = rt.withDNS(deps)
+	}
 	p, err := prepare(nil, s, deps)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"switchyard/config"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +204,33 @@ func TestCheckBuildsWithoutSockets(t *testing.T) {
 	s.Outbounds[0].AddressFamily = "sideways"
 	if err := Check(s); err == nil || !strings.Contains(err.Error(), "building outbound direct@v1 failed") {
 		t.Fatalf("bad outbound: %v", err)
+	}
+}
+
+// A dns outbound is checked against the configuration's [dns] table, as a
+// start builds it: a valid configuration with one passes Check.
+func TestCheckDNSOutbound(t *testing.T) {
+	s, _, err := config.Parse([]byte(`
+[[inbounds]]
+tag = "socks-in"
+type = "socks"
+listen = "127.0.0.1:0"
+
+[[outbounds]]
+tag = "dns-out"
+type = "dns"
+
+[[rules]]
+port = [53]
+outbound = "dns-out"
+
+[dns]
+servers = ["udp://127.0.0.1:9"]
+`), "check.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(s); err != nil {
+		t.Fatalf("Check of a dns outbound with [dns]: %v", err)
 	}
 }
