@@ -19,6 +19,7 @@ const (
 	defaultAddressFamily      = "auto"
 	defaultTransport          = "tcp"
 	defaultTLSVerify          = "system"
+	defaultRealityFingerprint = "chrome"
 	defaultVMessSecurity      = "auto"
 	defaultGlobalPadding      = true
 	defaultFinal              = tagDirect

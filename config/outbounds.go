@@ -150,6 +150,9 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 		o.PacketEncoding = l.packetEncoding(key+".packet_encoding", f.PacketEncoding)
 	}
 	o.TLS = l.tls(key+".tls", f.TLS, host, false)
+	if o.TLS != nil && o.TLS.Reality != nil && o.Type != "vless" {
+		l.errorf(key+".tls.reality", "REALITY is offered for vless outbounds only")
+	}
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
 	// gRPC without a tls table runs on cleartext HTTP/2 (h2c).
