@@ -155,6 +155,14 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 	}
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
+	if o.Flow == "xtls-rprx-vision" {
+		switch {
+		case o.TLS == nil:
+			l.errorf(key+".flow", "the vision flow runs over TLS 1.3 or REALITY: it needs a tls table")
+		case o.Transport.Type != "" && o.Transport.Type != "tcp":
+			l.errorf(key+".flow", "the vision flow runs on the tcp transport, not %s", o.Transport.Type)
+		}
+	}
 	// gRPC without a tls table runs on cleartext HTTP/2 (h2c).
 	if f.TLS == nil && o.Type == "trojan" {
 		l.errorf(key+".tls", "trojan needs a tls table")
@@ -304,8 +312,6 @@ func (l *lowerer) vlessFlow(key string, v *string) string {
 	switch {
 	case slices.Contains(vlessFlows, *v):
 		return *v
-	case slices.Contains(pendingVLESSFlows, *v):
-		l.errorf(key, "flow %q is not available", *v)
 	default:
 		l.errorf(key, "unknown flow %q", *v)
 	}

@@ -92,7 +92,7 @@ tls = { reality = { public_key = %q, short_id = %q, server_name = %q } }
 
 func TestRealityInterop(t *testing.T) {
 	for _, peer := range []string{"xray", "sing-box"} {
-		for _, flow := range []string{""} {
+		for _, flow := range []string{"", "xtls-rprx-vision"} {
 			name := peer + "/plain"
 			if flow != "" {
 				name = peer + "/vision"
@@ -146,4 +146,14 @@ func TestRealityRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustRawURL decodes base64url without padding.
+func mustRawURL(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
