@@ -62,6 +62,9 @@ type realityClient struct {
 	shortID   [8]byte
 	spiderX   string
 	now       func() time.Time
+	// roots verify the certificate of a server that answered as the target
+	// site (whether to browse it or fail at once); nil: the system's.
+	roots *x509.CertPool
 }
 
 func newRealityClient(t spec.TLS, alpn []string) (*realityClient, error) {
@@ -89,6 +92,7 @@ func newRealityClient(t spec.TLS, alpn []string) (*realityClient, error) {
 type realityCheck struct {
 	authKey  []byte
 	name     string
+	roots    *x509.CertPool
 	verified bool // the server's certificate is the REALITY one
 }
 
@@ -113,7 +117,7 @@ func (k *realityCheck) verify(rawCerts [][]byte, _ [][]*x509.Certificate) error 
 			return nil
 		}
 	}
-	opts := x509.VerifyOptions{DNSName: k.name, Intermediates: x509.NewCertPool()}
+	opts := x509.VerifyOptions{DNSName: k.name, Roots: k.roots, Intermediates: x509.NewCertPool()}
 	for _, raw := range rawCerts[1:] {
 		if c, err := x509.ParseCertificate(raw); err == nil {
 			opts.Intermediates.AddCert(c)
@@ -130,7 +134,7 @@ func (k *realityCheck) verify(rawCerts [][]byte, _ [][]*x509.Certificate) error 
 // spider has browsed the site over the connection as a browser would
 // (within ctx), and no byte of the flow is sent.
 func (r *realityClient) client(ctx context.Context, c net.Conn) (net.Conn, error) {
-	check := &realityCheck{name: r.name}
+	check := &realityCheck{name: r.name, roots: r.roots}
 	cfg := &utls.Config{
 		ServerName:             r.name,
 		InsecureSkipVerify:     true, // verify below checks every certificate
