@@ -41,6 +41,9 @@ func (r *realityClient) spider(ctx context.Context, uc *utls.UConn) {
 	req.AddCookie(&http.Cookie{Name: "padding", Value: strings.Repeat("0", 30+rand.IntN(32))})
 	var resp *http.Response
 	if uc.ConnectionState().NegotiatedProtocol == "h2" {
+		// net/http runs HTTP/2 only on its own *tls.Conn, not on a uTLS
+		// conn: the x/net client takes any conn.
+		//lint:ignore SA1019 net/http's ClientConn cannot take a uTLS conn
 		cc, err := (&http2.Transport{}).NewClientConn(uc)
 		if err != nil {
 			return
