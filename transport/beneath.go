@@ -133,3 +133,18 @@ func tlsVersion(c net.Conn) uint16 {
 	}
 	return 0
 }
+
+// fullRecords turns off the small records a TLS client sends first after a
+// quiet spell: each Write of up to 16 KiB is then one record. A Vision
+// block written on its own so stays inside one record, as a reader that
+// takes a block header only whole (sing-box's) needs.
+func (l *tlsLayer) fullRecords() {
+	switch {
+	case l.reality != nil:
+		l.reality.fullRecords = true
+	case l.fp != nil:
+		l.fp.cfg.DynamicRecordSizingDisabled = true
+	default:
+		l.std.DynamicRecordSizingDisabled = true
+	}
+}

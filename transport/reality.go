@@ -65,6 +65,8 @@ type realityClient struct {
 	// roots verify the certificate of a server that answered as the target
 	// site (whether to browse it or fail at once); nil: the system's.
 	roots *x509.CertPool
+	// fullRecords: no small first records (tlsLayer.fullRecords).
+	fullRecords bool
 }
 
 func newRealityClient(t spec.TLS, alpn []string) (*realityClient, error) {
@@ -141,6 +143,8 @@ func (r *realityClient) client(ctx context.Context, c net.Conn) (net.Conn, error
 		VerifyPeerCertificate:  check.verify,
 		SessionTicketsDisabled: true,
 		MinVersion:             utls.VersionTLS13,
+
+		DynamicRecordSizingDisabled: r.fullRecords,
 	}
 	uc := utls.UClient(c, cfg, r.hello)
 	if err := uc.BuildHandshakeState(); err != nil {

@@ -137,6 +137,7 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 			return nil, errors.New("transport: stepping down to the TCP conn under TLS needs a tls table and the tcp transport")
 		}
 		d.beneath = true
+		d.tls.fullRecords()
 	}
 	if d.ws == nil && d.upgrade == nil && d.grpc == nil {
 		d.pool = newPool(d, opts.ConnectTimeout)

@@ -129,12 +129,12 @@ func (c *visionConn) Write(p []byte) (int, error) {
 		return c.stepDown(p, cut)
 	}
 	c.cuts = codec.SplitContent(p, c.cuts[:0])
+	defer clear(c.cuts)
 	long := isTLS
 	end := codec.CommandEnd
 	if direct {
 		end = codec.CommandDirect
 	}
-	w := c.wbuf[:0]
 	for i, b := range c.cuts {
 		last := i == len(c.cuts)-1
 		if isTLS && len(b) >= 6 && b[0] == 0x17 && b[1] == 0x03 && b[2] == 0x03 && complete {
@@ -145,7 +145,9 @@ func (c *visionConn) Write(p []byte) (int, error) {
 			if direct {
 				c.toDirect = true
 			}
-			w = codec.AppendBlock(w, nil, b, cmd, true)
+			if err := c.block(b, cmd, true); err != nil {
+				return 0, err
+			}
 			c.padding, long = false, false
 			continue
 		}
@@ -153,9 +155,13 @@ func (c *visionConn) Write(p []byte) (int, error) {
 			// Not TLS, or too late to tell: the padding ends here, and
 			// the rest passes unchanged.
 			c.padding = false
-			w = codec.AppendBlock(w, nil, b, codec.CommandEnd, long)
-			for _, rest := range c.cuts[i+1:] {
-				w = append(w, rest...)
+			if err := c.block(b, codec.CommandEnd, long); err != nil {
+				return 0, err
+			}
+			if rest := p[len(p)-restLen(c.cuts[i+1:]):]; len(rest) > 0 {
+				if _, err := c.s.Write(rest); err != nil {
+					return 0, err
+				}
 			}
 			break
 		}
@@ -163,12 +169,9 @@ func (c *visionConn) Write(p []byte) (int, error) {
 		if last && !c.padding {
 			cmd = end
 		}
-		w = codec.AppendBlock(w, nil, b, cmd, long)
-	}
-	c.wbuf = w[:0]
-	clear(c.cuts)
-	if _, err := c.s.Write(w); err != nil {
-		return 0, err
+		if err := c.block(b, cmd, long); err != nil {
+			return 0, err
+		}
 	}
 	if c.toDirect {
 		c.wDirect.Store(true)
@@ -176,24 +179,37 @@ func (c *visionConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// block writes one block on the TLS stream by itself: one record.
+func (c *visionConn) block(content []byte, cmd byte, long bool) error {
+	c.wbuf = codec.AppendBlock(c.wbuf[:0], nil, content, cmd, long)
+	_, err := c.s.Write(c.wbuf)
+	return err
+}
+
+// restLen is the length of the pieces left.
+func restLen(cuts [][]byte) int {
+	n := 0
+	for _, b := range cuts {
+		n += len(b)
+	}
+	return n
+}
+
 // stepDown writes p[:cut], which ends the inner client's application data
 // record, in blocks, the last saying Direct, and the rest of p on the TCP
 // conn.
 func (c *visionConn) stepDown(p []byte, cut int) (int, error) {
 	c.cuts = codec.SplitContent(p[:cut], c.cuts[:0])
-	w := c.wbuf[:0]
+	defer clear(c.cuts)
+	c.padding = false
 	for i, b := range c.cuts {
 		cmd := codec.CommandContinue
 		if i == len(c.cuts)-1 {
 			cmd = codec.CommandDirect
 		}
-		w = codec.AppendBlock(w, nil, b, cmd, true)
-	}
-	c.wbuf = w[:0]
-	clear(c.cuts)
-	c.padding = false
-	if _, err := c.s.Write(w); err != nil {
-		return 0, err
+		if err := c.block(b, cmd, true); err != nil {
+			return 0, err
+		}
 	}
 	c.wDirect.Store(true)
 	if cut == len(p) {

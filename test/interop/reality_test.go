@@ -39,7 +39,10 @@ func realityKeys(t *testing.T) (priv, pub string) {
 
 // realityTarget is the site a REALITY server borrows its handshake from and
 // forwards every other client to: TLS 1.3 with h2 and http/1.1, serving a
-// page.
+// page. Its handshake timeout is long, as a real site's: an Xray REALITY
+// server holds its first connections for 5 s while it learns the site's
+// post-handshake records, and closes a client's connection if the site
+// gives up on the forwarded handshake meanwhile.
 func realityTarget(t *testing.T) string {
 	t.Helper()
 	cert := testcert.New(t, interopHost)
@@ -53,7 +56,7 @@ func realityTarget(t *testing.T) string {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `<html><a href="/about">about</a></html>`)
-	}), ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	}), ReadHeaderTimeout: time.Minute, ErrorLog: log.New(io.Discard, "", 0)}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
