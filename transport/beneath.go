@@ -33,6 +33,9 @@ type recordConn struct {
 	r, w int
 	left int  // bytes of the current record not yet handed out
 	down bool // Beneath took the conn: the TLS layer reads no more
+	// open: the flow will not step down; reads are no longer bounded to
+	// a record, nor copied once what is buffered is handed out.
+	open bool
 }
 
 // ErrSteppedDown is the error of a read of the TLS layer once the flow has
@@ -44,6 +47,14 @@ func (c *recordConn) Read(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	if c.down {
 		return 0, ErrSteppedDown
+	}
+	if c.open {
+		if c.r < c.w {
+			n := copy(p, c.buf[c.r:c.w])
+			c.r += n
+			return n, nil
+		}
+		return c.TCPConn.Read(p)
 	}
 	if c.buf == nil {
 		c.buf = make([]byte, recordBuf)
@@ -118,6 +129,15 @@ func (s *TLSStream) TLSVersion() uint16 { return s.version }
 // reading goroutine, after the TLS record that announced the step has been
 // read whole. Writes may go to the TCP conn from then on too.
 func (s *TLSStream) Beneath() (*net.TCPConn, []byte) { return s.raw.beneath() }
+
+// StayOnTLS tells the stream that the flow will not step down: the TLS
+// layer's reads then go to the TCP conn as they would without Beneath.
+// Call it from the reading goroutine.
+func (s *TLSStream) StayOnTLS() {
+	s.raw.mu.Lock()
+	s.raw.open = true
+	s.raw.mu.Unlock()
+}
 
 // TCP is the TCP conn under the TLS layer, for writes once the flow has
 // stepped down.

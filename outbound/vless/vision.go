@@ -307,6 +307,7 @@ func (c *visionConn) record() error {
 			c.rDown.Store(true)
 		} else {
 			c.plain = true
+			c.s.StayOnTLS()
 		}
 	}
 	c.outBuf = out[:0]
