@@ -155,6 +155,9 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 	}
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
+	if o.TLS != nil && o.TLS.Reality != nil && (o.Transport.Type == "ws" || o.Transport.Type == "httpupgrade") {
+		l.errorf(key+".tls.reality", "REALITY runs under the tcp and grpc transports (as Xray's servers offer it), not %s", o.Transport.Type)
+	}
 	if o.Flow == "xtls-rprx-vision" {
 		switch {
 		case o.TLS == nil:

@@ -60,6 +60,13 @@ type = "trojan"
 server = "example.com:443"
 password = "p"
 tls = { reality = { public_key = "`+realityPub+`" } }
+[[outbounds]]
+tag = "d"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws" }
+tls = { reality = { public_key = "`+realityPub+`" } }
 `, []want{
 		{6, "outbounds[0].tls.server_name", "with reality, server_name does not apply to the tls table"},
 		{6, "outbounds[0].tls.verify", "with reality, verify does not apply"},
@@ -70,5 +77,6 @@ tls = { reality = { public_key = "`+realityPub+`" } }
 		{12, "outbounds[1].tls.reality.short_id", "at most 16 hex digits"},
 		{12, "outbounds[1].tls.reality.fingerprint", `"opera" is not one of chrome`},
 		{18, "outbounds[2].tls.reality", "REALITY is offered for vless outbounds only"},
+		{25, "outbounds[3].tls.reality", "REALITY runs under the tcp and grpc transports"},
 	})
 }

@@ -63,11 +63,8 @@ func (c *recordConn) Read(p []byte) (int, error) {
 		// The next record's header, whole, to learn its length.
 		for c.w-c.r < recordHeaderLen {
 			if err := c.fill(); err != nil {
-				if c.w > c.r { // a cut header: hand it over, the TLS layer fails it
-					n := copy(p, c.buf[c.r:c.w])
-					c.r += n
-					return n, nil
-				}
+				// A cut header stays buffered: a read cut by its
+				// deadline (a relay's idle check) goes on from it.
 				return 0, err
 			}
 		}

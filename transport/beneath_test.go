@@ -84,3 +84,29 @@ func TestRecordConnStopsAtRecords(t *testing.T) {
 		t.Fatalf("a read after the step down: %v", err)
 	}
 }
+
+// A read cut by its deadline inside a record header loses nothing: the
+// next read goes on from the header's first bytes.
+func TestRecordConnKeepsACutHeader(t *testing.T) {
+	c, s := loopback(t)
+	rc := &recordConn{TCPConn: c}
+	s.Write([]byte{0x17, 3})
+	buf := make([]byte, 100)
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, err := rc.Read(buf); n != 0 || err == nil {
+		t.Fatalf("%d bytes, %v, before the header is whole", n, err)
+	}
+	s.Write([]byte{3, 0, 2, 'h', 'i', 'X'})
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []byte
+	for len(got) < 7 {
+		n, err := rc.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.Equal(got, []byte{0x17, 3, 3, 0, 2, 'h', 'i'}) {
+		t.Fatalf("read %x", got)
+	}
+}
