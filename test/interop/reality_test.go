@@ -21,8 +21,9 @@ import (
 // whose target site is a TLS server the test runs.
 //
 //	peer      flow              TCP 1 MiB  UDP (xudp, 2 peers)  refusals
-//	xray      ""                yes        yes                  key, short id
-//	sing-box  ""                yes        yes                  key, short id
+//	xray      "", vision        yes        yes                  key, short id
+//	sing-box  "", vision        yes        yes                  key, short id
+//	xray      "" over grpc      yes        yes                  -
 
 const realityShortID = "6ba85179e30d4fc2"
 
@@ -159,4 +160,28 @@ func mustRawURL(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// VLESS over gRPC under REALITY, as Xray servers offer it: the HTTP/2 of
+// gRPC runs on the REALITY handshake's h2.
+func TestRealityGRPCInterop(t *testing.T) {
+	target := realityTarget(t)
+	priv, pub := realityKeys(t)
+	port := freePort(t)
+	startPeer(t, "xray", fmt.Sprintf(`{"log":{"loglevel":"warning"},"inbounds":[{"listen":"127.0.0.1","port":%d,"protocol":"vless",`+
+		`"settings":{"clients":[{"id":%q}],"decryption":"none"},`+
+		`"streamSettings":{"network":"grpc","grpcSettings":{"serviceName":"svc"},"security":"reality","realitySettings":{"target":%q,"serverNames":[%q],"privateKey":%q,"shortIds":[%q]}}}],`+
+		`"outbounds":[{"protocol":"freedom"}]}`, port, interopUUID, target, interopHost, priv, realityShortID), port)
+	proxy := startSwitchyard(t, fmt.Sprintf(`
+[[outbounds]]
+tag = "proxy"
+type = "vless"
+server = "127.0.0.1:%d"
+uuid = %q
+packet_encoding = "xudp"
+transport = { type = "grpc", service_name = "svc" }
+tls = { reality = { public_key = %q, short_id = %q, server_name = %q } }
+`, port, interopUUID, pub, realityShortID, interopHost), "proxy")
+	t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
+	t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 2) })
 }
