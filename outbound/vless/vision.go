@@ -224,12 +224,14 @@ func (c *visionConn) Read(p []byte) (int, error) {
 		if len(c.out) > 0 {
 			n := copy(p, c.out)
 			c.out = c.out[n:]
+			c.drained()
 			return n, nil
 		}
 		if c.rDirect {
 			if len(c.raw) > 0 {
 				n := copy(p, c.raw)
 				c.raw = c.raw[n:]
+				c.drained()
 				return n, nil
 			}
 			c.rThru.Store(true)
@@ -244,6 +246,14 @@ func (c *visionConn) Read(p []byte) (int, error) {
 		if err := c.record(); err != nil {
 			return 0, err
 		}
+	}
+}
+
+// drained lets a relay read the TCP conn itself once the reads stepped
+// down and nothing read before is left.
+func (c *visionConn) drained() {
+	if c.rDirect && len(c.out) == 0 && len(c.raw) == 0 {
+		c.rThru.Store(true)
 	}
 }
 
