@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"sync"
 
@@ -36,6 +37,9 @@ type recordConn struct {
 	// open: the flow will not step down; reads are no longer bounded to
 	// a record, nor copied once what is buffered is handed out.
 	open bool
+	// src replaces the TCP conn as what is read (the fuzz target); nil:
+	// the TCP conn.
+	src io.Reader
 }
 
 // ErrSteppedDown is the error of a read of the TLS layer once the flow has
@@ -89,7 +93,11 @@ func (c *recordConn) fill() error {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
 	}
-	n, err := c.TCPConn.Read(c.buf[c.w:])
+	var src io.Reader = c.TCPConn
+	if c.src != nil {
+		src = c.src
+	}
+	n, err := src.Read(c.buf[c.w:])
 	c.w += n
 	if n > 0 {
 		return nil
