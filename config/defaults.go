@@ -19,6 +19,7 @@ const (
 	defaultAddressFamily      = "auto"
 	defaultTransport          = "tcp"
 	defaultTLSVerify          = "system"
+	defaultRealityFingerprint = "chrome"
 	defaultVMessSecurity      = "auto"
 	defaultGlobalPadding      = true
 	defaultFinal              = tagDirect
@@ -274,10 +275,7 @@ var (
 	grpcModes       = []string{"gun", "multi"}
 	obfsTypes       = []string{"salamander"}
 
-	// The accepted VLESS flows. The pending ones are documented in
-	// CONFIG.md but not implemented yet: they are refused as not available
-	// rather than accepted and ignored.
-	vlessFlows        = []string{""}
-	pendingVLESSFlows = []string{"xtls-rprx-vision"}
-	transportTypes    = []string{"tcp", "ws", "grpc", "httpupgrade"}
+	// The accepted VLESS flows: the plain one and Vision.
+	vlessFlows     = []string{"", "xtls-rprx-vision"}
+	transportTypes = []string{"tcp", "ws", "grpc", "httpupgrade"}
 )

@@ -862,7 +862,7 @@ packet_encoding = "XUDP"
 `, []want{
 			{1, "outbounds[0].uuid", "required key is missing"},
 			{9, "outbounds[1].uuid", "not a UUID: expected 32 hex digits in the 8-4-4-4-12 form"},
-			{10, "outbounds[1].flow", `flow "xtls-rprx-vision" is not available`},
+			{10, "outbounds[1].flow", `the vision flow runs over TLS 1.3 or REALITY: it needs a tls table`},
 			{11, "outbounds[1].packet_encoding", `unknown packet encoding "packetaddr" (expected "" or "xudp")`},
 			{16, "outbounds[2].uuid", "not a UUID"},
 			{17, "outbounds[2].flow", `unknown flow "xtls-rprx-direct"`},

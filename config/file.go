@@ -145,11 +145,20 @@ type fileObfs struct {
 }
 
 type fileTLS struct {
-	ServerName  *string  `toml:"server_name"`
-	ALPN        []string `toml:"alpn"`
-	Verify      *string  `toml:"verify"`
-	CAFile      *string  `toml:"ca_file"`
-	Fingerprint *string  `toml:"fingerprint"`
+	ServerName  *string      `toml:"server_name"`
+	ALPN        []string     `toml:"alpn"`
+	Verify      *string      `toml:"verify"`
+	CAFile      *string      `toml:"ca_file"`
+	Fingerprint *string      `toml:"fingerprint"`
+	Reality     *fileReality `toml:"reality"`
+}
+
+type fileReality struct {
+	PublicKey   *string `toml:"public_key"`
+	ShortID     *string `toml:"short_id"`
+	ServerName  *string `toml:"server_name"`
+	Fingerprint *string `toml:"fingerprint"`
+	SpiderX     *string `toml:"spider_x"`
 }
 
 type fileBalancer struct {

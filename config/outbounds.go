@@ -150,8 +150,22 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 		o.PacketEncoding = l.packetEncoding(key+".packet_encoding", f.PacketEncoding)
 	}
 	o.TLS = l.tls(key+".tls", f.TLS, host, false)
+	if o.TLS != nil && o.TLS.Reality != nil && o.Type != "vless" {
+		l.errorf(key+".tls.reality", "REALITY is offered for vless outbounds only")
+	}
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
+	if o.TLS != nil && o.TLS.Reality != nil && (o.Transport.Type == "ws" || o.Transport.Type == "httpupgrade") {
+		l.errorf(key+".tls.reality", "REALITY runs under the tcp and grpc transports (as Xray's servers offer it), not %s", o.Transport.Type)
+	}
+	if o.Flow == "xtls-rprx-vision" {
+		switch {
+		case o.TLS == nil:
+			l.errorf(key+".flow", "the vision flow runs over TLS 1.3 or REALITY: it needs a tls table")
+		case o.Transport.Type != "" && o.Transport.Type != "tcp":
+			l.errorf(key+".flow", "the vision flow runs on the tcp transport, not %s", o.Transport.Type)
+		}
+	}
 	// gRPC without a tls table runs on cleartext HTTP/2 (h2c).
 	if f.TLS == nil && o.Type == "trojan" {
 		l.errorf(key+".tls", "trojan needs a tls table")
@@ -301,8 +315,6 @@ func (l *lowerer) vlessFlow(key string, v *string) string {
 	switch {
 	case slices.Contains(vlessFlows, *v):
 		return *v
-	case slices.Contains(pendingVLESSFlows, *v):
-		l.errorf(key, "flow %q is not available", *v)
 	default:
 		l.errorf(key, "unknown flow %q", *v)
 	}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"maps"
 	"math"
 	"net"
@@ -272,6 +274,10 @@ func (l *lowerer) tls(key string, f *fileTLS, host string, quic bool) *spec.TLS 
 			}
 		}
 	}
+	if f.Reality != nil {
+		l.reality(key, f, t, quic)
+		return t
+	}
 	if f.Fingerprint != nil {
 		if quic {
 			l.errorf(key+".fingerprint", "QUIC carries its own TLS handshake: a ClientHello fingerprint does not apply")
@@ -280,6 +286,68 @@ func (l *lowerer) tls(key string, f *fileTLS, host string, quic bool) *spec.TLS 
 		}
 	}
 	return t
+}
+
+// reality lowers the reality table of a tls table into t: the server name
+// and the fingerprint are the REALITY table's, the tls table's own keys
+// that do not apply to a REALITY handshake are refused.
+func (l *lowerer) reality(key string, f *fileTLS, t *spec.TLS, quic bool) {
+	rkey := key + ".reality"
+	if quic {
+		l.errorf(rkey, "REALITY runs over TCP: it does not apply to a QUIC client")
+		return
+	}
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"server_name", f.ServerName != nil}, {"fingerprint", f.Fingerprint != nil}, {"verify", f.Verify != nil}, {"ca_file", f.CAFile != nil}} {
+		if k.set {
+			l.errorf(key+"."+k.name, "with reality, %s does not apply to the tls table (REALITY verifies the server by its own certificate; server_name and fingerprint go inside reality)", k.name)
+		}
+	}
+	r := f.Reality
+	t.Insecure, t.CAFile = false, ""
+	t.Reality = &spec.Reality{}
+	if text, ok := l.required(rkey+".public_key", r.PublicKey); ok {
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(text, "="))
+		if err != nil || len(b) != 32 {
+			l.errorf(rkey+".public_key", "not an X25519 public key: expected 32 bytes in base64url (the server's \"Password\"/public key from \"xray x25519\")")
+		} else {
+			copy(t.Reality.PublicKey[:], b)
+		}
+	}
+	if r.ShortID != nil {
+		id := *r.ShortID
+		b, err := hex.DecodeString(id)
+		switch {
+		case len(id) > 16:
+			l.errorf(rkey+".short_id", "a short id is at most 16 hex digits; this is %d", len(id))
+		case err != nil:
+			l.errorf(rkey+".short_id", "not hex: a short id is an even number of hex digits, at most 16")
+		default:
+			copy(t.Reality.ShortID[:], b)
+		}
+	}
+	if r.ServerName != nil {
+		if name, ok := l.required(rkey+".server_name", r.ServerName); ok {
+			if validHost(name) {
+				t.ServerName = name
+			} else {
+				l.errorf(rkey+".server_name", "%q is not a host name or an IP address", name)
+			}
+		}
+	}
+	t.Fingerprint = l.enum(rkey+".fingerprint", r.Fingerprint, defaultRealityFingerprint, tlsFingerprints)
+	if r.SpiderX != nil {
+		switch p := *r.SpiderX; {
+		case !strings.HasPrefix(p, "/"):
+			l.errorf(rkey+".spider_x", "%q: a path starts with \"/\"", p)
+		case strings.ContainsFunc(p, func(c rune) bool { return c <= ' ' || c == 0x7f || c == '#' }):
+			l.errorf(rkey+".spider_x", "%q: a path holds no spaces, control characters or \"#\"", p)
+		default:
+			t.Reality.SpiderX = p
+		}
+	}
 }
 
 // streamALPN fills in the ALPN a transport runs on when the tls table

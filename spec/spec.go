@@ -187,8 +187,20 @@ type TLS struct {
 	Insecure   bool     // verify = "insecure": no certificate or name check
 	CAFile     string   // absolute path of a PEM bundle added to the system roots; "" = none
 	// Fingerprint shapes the ClientHello like a browser's: chrome | firefox |
-	// safari | ios | edge | random; "" = Go's own.
+	// safari | ios | edge | random; "" = Go's own (chrome under REALITY).
 	Fingerprint string
+	// Reality makes the handshake a REALITY client's; nil: plain TLS.
+	Reality *Reality
+}
+
+// Reality is the REALITY part of a tls table: the server's X25519 public
+// key, one of its short ids, and the path the client browses when the
+// server answers as the target site. The server name and the fingerprint
+// are the TLS table's.
+type Reality struct {
+	PublicKey [32]byte
+	ShortID   [8]byte // the hex short id, zero-padded on the right
+	SpiderX   string  // a path from "/"; "" = "/"
 }
 
 // Provider is one [[providers]] table as loaded: its nodes are outbounds

@@ -21,8 +21,9 @@ var ErrNoCertificate = errors.New("no certificate in CA PEM bundle")
 // tlsLayer is the TLS client of one outbound: Go's own ClientHello, or a
 // browser's when a fingerprint is set. Both verify alike.
 type tlsLayer struct {
-	std *tls.Config
-	fp  *fingerprint // nil: Go's ClientHello
+	std     *tls.Config
+	fp      *fingerprint   // nil: Go's ClientHello
+	reality *realityClient // a REALITY handshake instead of either
 	// need is the protocol the transport must run on: "h2" for gRPC,
 	// "http/1.1" for the HTTP/1.1 upgrades, "" for a plain stream.
 	need string
@@ -33,6 +34,16 @@ type tlsLayer struct {
 // bundle, or no verification at all when insecure. alpn, when set, is the
 // one protocol the transport needs and replaces the table's ALPN.
 func newTLSLayer(t spec.TLS, server netx.Addr, alpn []string) (*tlsLayer, error) {
+	if t.Reality != nil {
+		if t.ServerName == "" {
+			t.ServerName = server.Host()
+		}
+		r, err := newRealityClient(t, alpn)
+		if err != nil {
+			return nil, err
+		}
+		return &tlsLayer{reality: r}, nil
+	}
 	cfg, err := tlsConfig(t, server)
 	if err != nil {
 		return nil, err
@@ -64,6 +75,11 @@ func (l *tlsLayer) client(ctx context.Context, c net.Conn) (net.Conn, error) {
 		got string
 	)
 	netx.Mark(ctx, netx.PhaseTLS)
+	if l.reality != nil {
+		// The protocol is the one the target site's answer carries: the
+		// transport runs on it as Xray's client does, unchecked.
+		return l.reality.client(ctx, c)
+	}
 	if l.fp != nil {
 		uc, err := l.fp.client(ctx, c)
 		if err != nil {

@@ -56,6 +56,9 @@ type Dialer struct {
 	// the next dials: plain TCP transports only, whose stream is the
 	// connection itself (pool.go).
 	pool *connpool.Pool
+	// beneath makes a TLS stream a *TLSStream whose TCP conn a flow may
+	// step down to (Options.Beneath).
+	beneath bool
 }
 
 // Options is what a Dialer is built with: the transport's own narrow view of
@@ -67,6 +70,10 @@ type Options struct {
 	// ConnectTimeout is the generation's connect timeout, which bounds a
 	// pool's refresh dials (netx.EstablishTimeout); 0: the default.
 	ConnectTimeout time.Duration
+	// Beneath makes every TLS stream a *TLSStream, whose TCP conn a flow
+	// may step down to (VLESS Vision). It needs a tls table and the plain
+	// TCP transport.
+	Beneath bool
 }
 
 // New builds the dialer of a proxy outbound. It fills in the transport's
@@ -124,6 +131,13 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		if d.tls, err = newTLSLayer(*o.TLS, server, alpn); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Beneath {
+		if d.tls == nil || d.ws != nil || d.upgrade != nil || d.grpc != nil {
+			return nil, errors.New("transport: stepping down to the TCP conn under TLS needs a tls table and the tcp transport")
+		}
+		d.beneath = true
+		d.tls.fullRecords()
 	}
 	if d.ws == nil && d.upgrade == nil && d.grpc == nil {
 		d.pool = newPool(d, opts.ConnectTimeout)
@@ -215,10 +229,19 @@ func (d *Dialer) connect(ctx context.Context) (net.Conn, error) {
 	if d.tls == nil {
 		return c, nil
 	}
-	tc, err := d.tls.client(ctx, c)
+	var under net.Conn = c
+	var rc *recordConn
+	if d.beneath {
+		rc = &recordConn{TCPConn: c}
+		under = rc
+	}
+	tc, err := d.tls.client(ctx, under)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("tls handshake with %s: %w", d.server, err)
+	}
+	if rc != nil {
+		return &TLSStream{Conn: tc, raw: rc, version: tlsVersion(tc)}, nil
 	}
 	return tc, nil
 }

@@ -11,6 +11,11 @@
 #
 # Cases:
 #   vless      VLESS over plain TCP
+#   vless-reality  VLESS with the xtls-rprx-vision flow over REALITY (chrome
+#              ClientHello); the REALITY target site is a second inbound of
+#              the same Xray server (Trojan over TLS, the bench certificate).
+#              socksbench's bytes are not TLS, so Vision's padding ends after
+#              a few buffers and the flow stays inside REALITY's TLS
 #   vmess      VMess, security aes-128-gcm, over TCP
 #   trojan     Trojan over TLS
 #   ss         Shadowsocks 2022-blake3-aes-128-gcm over TCP
@@ -22,7 +27,7 @@
 #              pinned sing-box is built without with_wireguard
 #
 # Environment:
-#   BENCH_CASES    which cases, in order (default "vless vmess trojan ss hysteria2 wireguard")
+#   BENCH_CASES    which cases, in order (default "vless vless-reality vmess trojan ss hysteria2 wireguard")
 #   BENCH_CLIENTS  which clients run beside switchyard, in order, at most two
 #                  (default "xray sing-box"; one alone gives the two-column
 #                  table); "base" is another switchyard binary,
@@ -232,6 +237,24 @@ server = \"127.0.0.1:$port\"
 password = \"$password\"
 $sy_tls"
 		;;
+	vless-reality)
+		label="vless + vision over reality"
+		local target_port reality_key reality_pub
+		target_port=$(free_port)
+		wg_keys reality_key reality_pub
+		reality_key=$(printf '%s' "$reality_key" | tr '+/' '-_' | tr -d '=')
+		reality_pub=$(printf '%s' "$reality_pub" | tr '+/' '-_' | tr -d '=')
+		# The second inbound, the target site, closes the first one's
+		# object: the template adds the final brace.
+		server_inbound="\"protocol\":\"vless\",\"settings\":{\"clients\":[{\"id\":\"$uuid\",\"flow\":\"xtls-rprx-vision\"}],\"decryption\":\"none\"},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"reality\",\"realitySettings\":{\"target\":\"127.0.0.1:$target_port\",\"serverNames\":[\"$host\"],\"privateKey\":\"$reality_key\",\"shortIds\":[\"6ba85179e30d4fc2\"]}}},{\"listen\":\"127.0.0.1\",\"port\":$target_port,\"protocol\":\"trojan\",\"settings\":{\"clients\":[{\"password\":\"$password\"}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"tls\",$server_tls}"
+		client_outbound="{\"protocol\":\"vless\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"encryption\":\"none\",\"flow\":\"xtls-rprx-vision\"}]}]},\"streamSettings\":{\"network\":\"tcp\",\"security\":\"reality\",\"realitySettings\":{\"serverName\":\"$host\",\"fingerprint\":\"chrome\",\"password\":\"$reality_pub\",\"shortId\":\"6ba85179e30d4fc2\",\"spiderX\":\"/\"}}}"
+		sb_outbound="{\"type\":\"vless\",\"server\":\"127.0.0.1\",\"server_port\":$port,\"uuid\":\"$uuid\",\"flow\":\"xtls-rprx-vision\",\"tls\":{\"enabled\":true,\"server_name\":\"$host\",\"utls\":{\"enabled\":true,\"fingerprint\":\"chrome\"},\"reality\":{\"enabled\":true,\"public_key\":\"$reality_pub\",\"short_id\":\"6ba85179e30d4fc2\"}}}"
+		sy_outbound="type = \"vless\"
+server = \"127.0.0.1:$port\"
+uuid = \"$uuid\"
+flow = \"xtls-rprx-vision\"
+tls = { reality = { public_key = \"$reality_pub\", short_id = \"6ba85179e30d4fc2\", server_name = \"$host\", fingerprint = \"chrome\" } }"
+		;;
 	wireguard)
 		# One server peer per client, each with its own key and tunnel
 		# address: two clients sharing a key would roam the one peer's
@@ -266,12 +289,12 @@ echo "switchyard: $("$work/switchyard" version 2>&1 | head -n1)"
 echo "xray: $("$xray" version 2>&1 | head -n1)"
 echo "sing-box: $("$singbox" version 2>&1 | head -n1)"
 status=0
-read -r -a cases <<<"${BENCH_CASES:-vless vmess trojan ss hysteria2 wireguard}"
+read -r -a cases <<<"${BENCH_CASES:-vless vless-reality vmess trojan ss hysteria2 wireguard}"
 for c in "${cases[@]}"; do
 	case "$c" in
-	vless | vmess | trojan | ss | hysteria2 | wireguard) ;;
+	vless | vless-reality | vmess | trojan | ss | hysteria2 | wireguard) ;;
 	*)
-		echo "run.sh: unknown case $c (want vless, vmess, trojan, ss, hysteria2 or wireguard)" >&2
+		echo "run.sh: unknown case $c (want vless, vless-reality, vmess, trojan, ss, hysteria2 or wireguard)" >&2
 		exit 2
 		;;
 	esac

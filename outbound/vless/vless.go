@@ -31,6 +31,9 @@ type Outbound struct {
 	// xudp derives the XUDP global ID of each association from its source;
 	// nil without XUDP.
 	xudp *xudp.IDs
+	// vision: the Vision flow, over a TLS stream whose TCP conn the flow
+	// steps down to; its UDP is always XUDP, as Xray's client sends it.
+	vision bool
 }
 
 var (
@@ -40,15 +43,23 @@ var (
 )
 
 // New builds a VLESS outbound: it parses the UUID once and prepares the
-// transport; it opens no socket. Only the plain flow ("") is offered.
+// transport; it opens no socket. The flow is the plain one ("") or Vision,
+// which needs TLS (or REALITY) over the tcp transport.
 func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	if deps.Dialer == nil {
 		return nil, errors.New("vless: no dialer")
 	}
-	if o.Flow != "" {
-		return nil, fmt.Errorf("vless: flow %q is not offered; use the plain flow \"\"", o.Flow)
-	}
 	out := &Outbound{}
+	switch o.Flow {
+	case "":
+	case codec.FlowVision:
+		if o.TLS == nil || (o.Transport.Type != "" && o.Transport.Type != "tcp") {
+			return nil, fmt.Errorf("vless: flow %q runs over TLS or REALITY on the tcp transport", o.Flow)
+		}
+		out.vision = true
+	default:
+		return nil, fmt.Errorf("vless: unknown flow %q (expected \"\" or %q)", o.Flow, codec.FlowVision)
+	}
 	switch o.PacketEncoding {
 	case "":
 	case "xudp":
@@ -56,11 +67,14 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 	default:
 		return nil, fmt.Errorf("vless: unknown packet_encoding %q (expected \"\" or \"xudp\")", o.PacketEncoding)
 	}
+	if out.vision && out.xudp == nil {
+		out.xudp = xudp.NewIDs()
+	}
 	var err error
 	if out.id, err = codec.ParseUUID(o.UUID); err != nil {
 		return nil, err
 	}
-	if out.transport, err = transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout}); err != nil {
+	if out.transport, err = transport.New(o, transport.Options{Dialer: deps.Dialer, Resolver: deps.Servers, Logger: deps.Logger, ConnectTimeout: deps.ConnectTimeout, Beneath: out.vision}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -78,6 +92,9 @@ func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
 // DialStream connects to the server and sends the TCP request on its own.
 // The server's response header is read with the first Read.
 func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error) {
+	if o.vision {
+		return o.openVision(ctx, codec.CmdTCP, f.Dst)
+	}
 	c, err := o.open(ctx, codec.CmdTCP, f.Dst)
 	if err != nil {
 		return nil, err
@@ -91,6 +108,18 @@ func (o *Outbound) DialStream(ctx context.Context, f netx.Flow) (net.Conn, error
 // there whatever it names, and every reply comes from it. With XUDP the
 // request opens Mux.Cool and every packet names its own peer.
 func (o *Outbound) DialPacket(ctx context.Context, f netx.Flow) (netx.PacketLink, error) {
+	if o.vision {
+		// Vision's UDP is XUDP over Mux.Cool. UDP to port 443 is QUIC,
+		// which Vision does not carry: Xray's client refuses it alike.
+		if f.Dst.Port == 443 {
+			return nil, ErrVisionUDP443
+		}
+		v, err := o.openVision(ctx, codec.CmdMux, netx.Addr{})
+		if err != nil {
+			return nil, err
+		}
+		return xudp.NewLink(v, f.Dst, o.xudp.For(f.Src), BufSize, codec.RequestHeaderMax), nil
+	}
 	if o.xudp == nil {
 		c, err := o.open(ctx, codec.CmdUDP, f.Dst)
 		if err != nil {
@@ -124,6 +153,10 @@ func (o *Outbound) open(ctx context.Context, cmd byte, to netx.Addr) (net.Conn, 
 	}
 	return c, nil
 }
+
+// ErrVisionUDP443 refuses UDP to port 443 over the Vision flow; its fault is
+// netx.FaultLocalRefusal.
+var ErrVisionUDP443 error = &netx.FaultError{Kind: netx.FaultLocalRefusal, Err: errors.New("vless: the vision flow does not carry UDP to port 443 (QUIC)")}
 
 // Close releases what the outbound holds between flows (a shared gRPC
 // connection); the supervisor calls it once a retired version's last flow
