@@ -60,7 +60,7 @@ use = ["sub"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "trojan hu", "hy2", "sock", "web", "wg"}
+	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "hy2", "sock", "web", "wg"}
 	if len(s.Providers) != 1 || s.Providers[0].Tag != "sub" || !slices.Equal(s.Providers[0].Nodes, nodes) {
 		t.Fatalf("providers %+v", s.Providers)
 	}
@@ -93,7 +93,7 @@ use = ["sub"]
 		}
 		skipped = append(skipped, w.Msg)
 	}
-	for _, name := range []string{"SS obfs", "vmess legacy", "reality", "h2 node", "hy2 hop", "tuic"} {
+	for _, name := range []string{"SS obfs", "vmess legacy", "h2 node", "hy2 hop", "tuic"} {
 		if !slices.ContainsFunc(skipped, func(m string) bool { return strings.Contains(m, `node "`+name+`" skipped: `) }) {
 			t.Errorf("no warning for %q in %q", name, skipped)
 		}

@@ -46,7 +46,7 @@ func TestEdgeCases(t *testing.T) {
 		if g.Tag == "uses-relay" || g.Tag == "relay-chain" {
 			t.Errorf("group %q was converted", g.Tag)
 		}
-		if g.Tag == "🚀 节点选择" && (len(g.Members) != 8 || g.Members[0] != "direct" || g.Members[1] != "block") {
+		if g.Tag == "🚀 节点选择" && (len(g.Members) != 9 || g.Members[0] != "direct" || g.Members[1] != "block") {
 			t.Errorf("group 🚀 节点选择 members %q: want direct, block and every converted proxy", g.Members)
 		}
 	}

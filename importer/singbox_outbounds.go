@@ -285,7 +285,21 @@ func (c *conv) sbTLS(s *sbOut) error {
 		t["fingerprint"] = fp
 	}
 	if r := n.get("reality"); r != nil && r.boolean("enabled") {
-		return errors.New("REALITY is not supported")
+		// REALITY takes the server name and fingerprint into its own
+		// table (the loader refuses them beside it).
+		re := map[string]any{"public_key": r.s("public_key")}
+		if sid := r.s("short_id"); sid != "" {
+			re["short_id"] = sid
+		}
+		for _, k := range []string{"server_name", "fingerprint"} {
+			if v, ok := t[k]; ok {
+				re[k] = v
+			}
+		}
+		if _, ok := t["verify"]; ok {
+			c.report(n.lineOf("insecure"), "outbound "+strconv.Quote(s.n.s("tag")), "tls.insecure is not converted: REALITY checks the server by its key")
+		}
+		t = map[string]any{"reality": re}
 	}
 	if e := n.get("ech"); e != nil && e.boolean("enabled") {
 		return errors.New("ECH is not supported")

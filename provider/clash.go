@@ -145,10 +145,12 @@ func ClashProxy(m map[string]any) (Node, error) {
 // clashStream writes the transport (network and its -opts) and, when
 // withTLS, the tls table.
 func clashStream(m, o map[string]any, host string, withTLS bool) error {
-	if _, ok := m["reality-opts"]; ok {
-		return errors.New("REALITY is not supported")
-	}
-	if withTLS {
+	if r, ok := m["reality-opts"]; ok {
+		if o["type"] != "vless" {
+			return fmt.Errorf("REALITY is for vless only, not %v", o["type"])
+		}
+		o["tls"] = map[string]any{"reality": clashReality(m, mapOf(r))}
+	} else if withTLS {
 		o["tls"] = clashTLS(m)
 	}
 	tr := map[string]any{}
@@ -196,6 +198,25 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 	o["transport"] = tr
 	wsALPN(o, tr)
 	return nil
+}
+
+// clashReality is the reality table of a node with reality-opts: the
+// server name and fingerprint move into it (the loader refuses them in the
+// tls table next to reality).
+func clashReality(m, opts map[string]any) map[string]any {
+	r := map[string]any{"public_key": text(opts, "public-key")}
+	if sid := text(opts, "short-id"); sid != "" {
+		r["short_id"] = sid
+	}
+	if sni := text(m, "servername"); sni != "" {
+		r["server_name"] = sni
+	} else if sni := text(m, "sni"); sni != "" {
+		r["server_name"] = sni
+	}
+	if fp := text(m, "client-fingerprint"); fp != "" {
+		r["fingerprint"] = fp
+	}
+	return r
 }
 
 func clashTLS(m map[string]any) map[string]any {

@@ -175,7 +175,23 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 		}
 		o["tls"] = t
 	case "reality":
-		return errors.New("REALITY is not supported")
+		if o["type"] != "vless" {
+			return fmt.Errorf("REALITY is for vless only, not %v", o["type"])
+		}
+		r := map[string]any{"public_key": q.Get("pbk")}
+		if sid := q.Get("sid"); sid != "" {
+			r["short_id"] = sid
+		}
+		if sni := q.Get("sni"); sni != "" {
+			r["server_name"] = sni
+		}
+		if fp := q.Get("fp"); fp != "" && fp != "none" {
+			r["fingerprint"] = fp
+		}
+		if spx := q.Get("spx"); spx != "" {
+			r["spider_x"] = spx
+		}
+		o["tls"] = map[string]any{"reality": r}
 	default:
 		return fmt.Errorf("security %q is not supported", sec)
 	}
