@@ -1,0 +1,10 @@
+//go:build !linux
+
+package tun
+
+// Defaults of Route (see route_linux.go).
+const (
+	DefaultTable    = 2022
+	DefaultPriority = 9000
+	DefaultMark     = 0x2023
+)
