@@ -186,6 +186,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	s.Route.GeoIPPath = l.geoIPPath
 	s.Rules = l.rules(f.Rules)
 	s.RuleSets = ruleSets
+	tunSocket(s)
 	return s
 }
 
