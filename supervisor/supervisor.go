@@ -126,8 +126,8 @@ type Supervisor struct {
 	cur      *state
 	inbounds map[string]*listener
 	tuns     map[string]*tunRun // the tun inbounds (tuns.go)
-	retired  []server    // servers of changed or removed inbounds kept under drain = keep
-	stopped  []*listener // listeners of moved or removed inbounds; Close waits for them
+	retired  []server           // servers of changed or removed inbounds kept under drain = keep
+	stopped  []*listener        // listeners of moved or removed inbounds; Close waits for them
 	started  bool
 	closed   bool
 }
