@@ -14,17 +14,16 @@ import (
 const (
 	DefaultTable    = 2022
 	DefaultPriority = 9000
-	// DefaultMark is the socket mark the loader sets when auto_route is
-	// on and [socket] has none: the process's own sockets must skip the
-	// TUN.
-	DefaultMark = 0x2023
 )
 
 // ruleSlots is how many rule priorities auto_route uses from Priority on:
 //
 //	Priority+0  to each of the device's own prefixes and route_exclude_address: lookup main
 //	Priority+1  fwmark Mark (the process's own sockets): lookup main
-//	Priority+2  everything else: lookup Table (the routes into the device)
+//	Priority+2  not fwmark Mark: lookup Table (the routes into the device)
+//
+// A marked packet never looks the table up, even where main has no route
+// for it: the process's own sockets cannot loop into the device.
 //
 // A rule at one of these priorities, or any route in Table, is auto_route's:
 // a start finds and removes what an earlier run left (a crash, SIGKILL).
@@ -49,6 +48,9 @@ func (r *Route) priority() int {
 // removes what was installed.
 func installRoutes(cfg Config) (func() error, error) {
 	r := cfg.Route
+	if r.Mark == 0 {
+		return nil, errors.New("no socket mark: the process's own sockets would loop into the device")
+	}
 	link, err := netlink.LinkByName(cfg.Name)
 	if err != nil {
 		return nil, err
@@ -110,6 +112,7 @@ func addRoutes(r *Route, cfg Config, index int) error {
 		mark := newRule(fam6, r.priority()+1, unix.RT_TABLE_MAIN)
 		mark.Mark = r.Mark
 		all := newRule(fam6, r.priority()+2, r.table())
+		all.Mark, all.Invert = r.Mark, true
 		rules = append(rules, mark, all)
 	}
 	for _, rule := range rules {

@@ -6,5 +6,4 @@ package tun
 const (
 	DefaultTable    = 2022
 	DefaultPriority = 9000
-	DefaultMark     = 0x2023
 )
