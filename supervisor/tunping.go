@@ -5,8 +5,8 @@ import (
 	"net/netip"
 
 	"switchyard/inbound/tun"
-	"switchyard/netx"
 	"switchyard/internal/ping"
+	"switchyard/netx"
 	"switchyard/outbound/direct"
 	"switchyard/plane"
 )
