@@ -52,6 +52,7 @@ type lowerer struct {
 	// dnsTable is set when the file has a [dns] table, which a dns outbound
 	// needs; dnsOutbound once a dns outbound is accepted.
 	dnsTable, dnsOutbound bool
+	tunHijack             bool // a tun inbound hijacks DNS: the DNS service is asked
 	// rates maps a user name to the key of its first users entry and the
 	// rates written there (users.go).
 	rates map[string]userRate

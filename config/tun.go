@@ -62,6 +62,7 @@ func (l *lowerer) tunInbound(key string, f *fileInbound, in *spec.Inbound, names
 			l.errorf(key+".dns_hijack", "dns_hijack needs a [dns] table: its DNS service answers the hijacked queries")
 		}
 	}
+	l.tunHijack = l.tunHijack || t.DNSHijack
 	if f.UDPTimeout != nil {
 		if d := l.positiveDuration(key+".udp_timeout", *f.UDPTimeout, ""); d > 0 {
 			t.UDPTimeout = d

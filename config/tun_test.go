@@ -108,3 +108,19 @@ type = "tun"
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.text, tc.want) })
 	}
 }
+
+// Fake IPs with a tun that hijacks DNS are asked: no warning that nothing
+// asks the DNS service.
+func TestTUNHijackAsksTheFakeIPs(t *testing.T) {
+	_, warns, err := Parse([]byte(`[dns]
+servers = ["udp://127.0.0.1:53"]
+[dns.fakeip]
+ipv4 = "198.18.0.0/15"
+[[inbounds]]
+tag = "tun-in"
+type = "tun"
+`), "sy.toml")
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("%v, warnings %v", err, warns)
+	}
+}
