@@ -304,3 +304,24 @@ func TestAutoRouteAndReload(t *testing.T) {
 		t.Fatal("the device outlived the reload that removed its inbound")
 	}
 }
+
+// Without CAP_NET_ADMIN switchyard does not start, and says which
+// capability it lacks.
+func TestNoCapabilityIsNamed(t *testing.T) {
+	l := newLab(t)
+	path := filepath.Join(t.TempDir(), "sy.toml")
+	if err := os.WriteFile(path, []byte("[[inbounds]]\ntag = \"tun-in\"\ntype = \"tun\"\nname = \"sytun0\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", l.client, "setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin", bin, "run", "-c", path)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("without CAP_NET_ADMIN: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("the process needs CAP_NET_ADMIN")) || !bytes.Contains(out, []byte("operation not permitted")) {
+		t.Fatalf("the error does not name the capability:\n%s", out)
+	}
+	if l.linkIndex() != 0 {
+		t.Fatal("a device was left behind")
+	}
+}
