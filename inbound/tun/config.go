@@ -22,6 +22,9 @@ const (
 	DefaultMaxHandshakes = 1024
 	// maxDNSInFlight bounds the hijacked DNS queries answered at once.
 	maxDNSInFlight = 256
+	// writeBatch bounds the packets written to an offloading device at
+	// once (each buffer 64 KiB: 2 MiB per inbound).
+	writeBatch = 32
 	// packetOffset is the headroom before each packet in the device's
 	// buffers (the virtio header of an offloading TUN).
 	packetOffset = 16

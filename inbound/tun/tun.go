@@ -116,16 +116,33 @@ func (in *Inbound) readDevice() {
 	}
 }
 
-// writeDevice writes every packet the stack emits to the device.
+// writeDevice writes what the stack emits to the device, in batches of
+// what is queued (up to writeBatch): an offloading device coalesces the
+// segments of one TCP flow in a batch into one write to the kernel. Each
+// buffer has room for a coalesced packet.
 func (in *Inbound) writeDevice() {
 	defer in.wg.Done()
-	buf := make([]byte, packetOffset+in.cfg.MTU)
+	batch := 1
+	if in.dev.BatchSize() > 1 {
+		batch = writeBatch
+	}
+	bufs := make([][]byte, batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, packetOffset+in.cfg.MTU, packetOffset+max(in.cfg.MTU, 65535))
+	}
+	sizes := make([]int, batch)
+	out := make([][]byte, batch)
 	for {
-		n, err := in.stack.ReadPacket(buf[packetOffset:])
+		n, err := in.stack.ReadPackets(bufs, sizes, packetOffset)
 		if err != nil {
 			return
 		}
-		in.writePacket(buf[:packetOffset+n])
+		for i := range n {
+			out[i] = bufs[i][:packetOffset+sizes[i]]
+		}
+		if _, err := in.dev.Write(out[:n], packetOffset); err != nil && in.ctx.Err() == nil {
+			in.log.Debug("tun device write failed", "error", err)
+		}
 	}
 }
 

@@ -169,6 +169,27 @@ func (st *Stack) ReadPacket(dst []byte) (int, error) {
 	return n, nil
 }
 
+// ReadPackets waits for the next packet the stack emits and copies it and
+// those already queued after it, up to len(bufs), into bufs[i][offset:],
+// their lengths into sizes; it returns how many. It fails with
+// os.ErrClosed once the stack is closed.
+func (st *Stack) ReadPackets(bufs [][]byte, sizes []int, offset int) (int, error) {
+	pkt := st.ep.ReadContext(st.ctx)
+	if pkt == nil {
+		return 0, os.ErrClosed
+	}
+	n := 0
+	for pkt != nil {
+		sizes[n] = copyPacket(bufs[n][offset:], pkt)
+		pkt.DecRef()
+		if n++; n == len(bufs) {
+			break
+		}
+		pkt = st.ep.Read()
+	}
+	return n, nil
+}
+
 // copyPacket copies pkt, from its first header on, into dst and returns
 // its length there.
 func copyPacket(dst []byte, pkt *stack.PacketBuffer) int {
