@@ -188,6 +188,7 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	s.Rules = l.rules(f.Rules)
 	s.RuleSets = ruleSets
 	tunSocket(s)
+	l.tunDNSLoop(s)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -183,6 +184,28 @@ func tunSocket(s *spec.Spec) {
 		if in.TUN != nil && in.TUN.AutoRoute {
 			s.Socket.Mark = defaultTUNMark
 			return
+		}
+	}
+}
+
+// tunDNSLoop refuses a tun that routes everything into its device and
+// hijacks DNS while the DNS service asks the system resolver: the system
+// resolver's queries carry no socket mark, so they would enter the device
+// and be hijacked back into the DNS service.
+func (l *lowerer) tunDNSLoop(s *spec.Spec) {
+	if s.DNS == nil {
+		return
+	}
+	servers := slices.Concat(s.DNS.Servers, s.DNS.PreProxy, s.DNS.ThroughProxy)
+	for _, r := range s.DNS.Rules {
+		servers = append(servers, r.Servers...)
+	}
+	if !slices.Contains(servers, "system") {
+		return
+	}
+	for i, in := range s.Inbounds {
+		if in.TUN != nil && in.TUN.AutoRoute && in.TUN.DNSHijack {
+			l.errorf(fmt.Sprintf("inbounds[%d].dns_hijack", i), "the DNS service asks the system resolver, whose queries would enter the device and be hijacked back into the service: give [dns] servers by address, or set dns_hijack = false")
 		}
 	}
 }

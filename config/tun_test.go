@@ -124,3 +124,14 @@ type = "tun"
 		t.Fatalf("%v, warnings %v", err, warns)
 	}
 }
+
+// auto_route with DNS hijack and a system resolver in [dns] would loop.
+func TestTUNSystemResolverLoopRefused(t *testing.T) {
+	wantProblems(t, `[dns]
+servers = ["system"]
+[[inbounds]]
+tag = "t"
+type = "tun"
+auto_route = true
+`, []want{{3, "inbounds[0].dns_hijack", "the DNS service asks the system resolver, whose queries would enter the device and be hijacked back into the service: give [dns] servers by address, or set dns_hijack = false"}})
+}

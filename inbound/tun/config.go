@@ -20,8 +20,10 @@ const (
 	// DefaultMaxHandshakes bounds the TCP connections whose upstream dial
 	// is in progress; SYNs beyond it are dropped (the application retries).
 	DefaultMaxHandshakes = 1024
-	// maxDNSInFlight bounds the hijacked DNS queries answered at once.
-	maxDNSInFlight = 256
+	// maxDNSInFlight bounds the hijacked DNS queries answered at once;
+	// maxEchoInFlight the echo requests relayed at once.
+	maxDNSInFlight  = 256
+	maxEchoInFlight = 64
 	// writeBatch bounds the packets written to an offloading device at
 	// once (each buffer 64 KiB: 2 MiB per inbound).
 	writeBatch = 32

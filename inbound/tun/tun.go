@@ -58,7 +58,7 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	in := &Inbound{
 		cfg: cfg, dev: dev, stack: st, conn: conn, log: log,
 		dns:  make(chan struct{}, maxDNSInFlight),
-		icmp: make(chan struct{}, maxDNSInFlight),
+		icmp: make(chan struct{}, maxEchoInFlight),
 		ctx:  ctx, cancel: cancel,
 	}
 	in.udp = newAssociations(in)

@@ -16,7 +16,7 @@ import (
 // to its source's association. It runs on the device reader's goroutine.
 func (in *Inbound) handleUDP(id stack.TransportEndpointID, pkt *stack.PacketBuffer) bool {
 	src, dst := endpoints(id)
-	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 {
+	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 || local(dst.Addr()) {
 		return true
 	}
 	payload := pkt.Data().AsRange().ToSlice()
@@ -32,6 +32,12 @@ func (in *Inbound) handleUDP(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	}
 	a.send(payload, dst)
 	return true
+}
+
+// local reports whether a datagram to a is for the local network only
+// (multicast, broadcast: mDNS, SSDP, DHCP): it is dropped, never routed.
+func local(a netip.Addr) bool {
+	return a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // associations are the inbound's UDP associations by the application's

@@ -209,3 +209,30 @@ func TestNoDNSHijackRoutesPort53(t *testing.T) {
 		t.Fatalf("answer %q, %d queries at the service", msg, len(svc.queries))
 	}
 }
+
+// Multicast and broadcast datagrams stay off the routes.
+func TestUDPMulticastIsNotRouted(t *testing.T) {
+	conn := &fakeConnector{}
+	l := newLab(t, Config{}, conn)
+	src := netip.AddrPortFrom(appV4, 5353)
+	for _, dst := range []string{"224.0.0.251:5353", "255.255.255.255:67", "198.51.100.1:7"} {
+		buf := make([]byte, packetOffset+udpHeaders+4)
+		copy(buf[packetOffset+udpHeaders:], "ping")
+		p, ok := buildUDP(buf, src, netip.MustParseAddrPort(dst), 4, 1500)
+		if !ok {
+			t.Fatal(dst)
+		}
+		l.dev.Outbound <- append([]byte(nil), p[packetOffset:]...)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(conn.Links()) == 0 || len(conn.Links()[0].Sent()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the unicast datagram was not routed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if sent := conn.Links()[0].Sent(); len(sent) != 1 || sent[0].String() != "198.51.100.1:7" {
+		t.Fatalf("routed %v", sent)
+	}
+}
