@@ -1,6 +1,7 @@
 package tun
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -33,13 +34,15 @@ func TestSoakReturnsToItsLevel(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 80)
-			c, err := l.app.DialTCP(ctx5s(t), dst)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := l.app.DialTCP(ctx, dst)
 			if err != nil {
 				errs <- err
 				return
 			}
 			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
+			c.SetDeadline(time.Now().Add(30 * time.Second))
 			msg := []byte(fmt.Sprint(i))
 			c.Write(msg)
 			if _, err := io.ReadFull(c, make([]byte, len(msg))); err != nil {
