@@ -16,17 +16,18 @@ const (
 	DefaultPriority = 9000
 )
 
-// ruleSlots is how many rule priorities auto_route uses from Priority on:
+// ruleSlots is how many rule priorities from Priority on are auto_route's.
+// It installs one rule per family,
 //
-//	Priority+0  to each of the device's own prefixes and route_exclude_address: lookup main
-//	Priority+1  fwmark Mark (the process's own sockets): lookup main
-//	Priority+2  not fwmark Mark: lookup Table (the routes into the device)
+//	Priority  not fwmark Mark: lookup Table
 //
-// A marked packet never looks the table up, even where main has no route
-// for it: the process's own sockets cannot loop into the device.
-//
-// A rule at one of these priorities, or any route in Table, is auto_route's:
-// a start finds and removes what an earlier run left (a crash, SIGKILL).
+// and in Table the routes into the device (route_address, or a default
+// route) and throw routes for route_exclude_address and the device's own
+// prefixes, which send those on to the next rules (main). A marked packet,
+// one of the process's own sockets, never looks the table up, even where
+// main has no route for it: it cannot loop into the device. A rule at
+// one of these priorities, or any route in Table, is auto_route's: a start
+// finds and removes what an earlier run left (a crash, SIGKILL).
 const ruleSlots = 3
 
 func (r *Route) table() int {
@@ -95,27 +96,22 @@ func addRoutes(r *Route, cfg Config, index int) error {
 			return fmt.Errorf("route %s dev %s table %d: %w", p, cfg.Name, r.table(), err)
 		}
 	}
-	var rules []*netlink.Rule
 	exclude := append([]netip.Prefix(nil), r.Exclude...)
 	for _, p := range cfg.Addresses {
 		exclude = append(exclude, p.Masked())
 	}
 	for _, p := range exclude {
-		rule := newRule(p.Addr().Is6(), r.priority(), unix.RT_TABLE_MAIN)
-		rule.Dst = ipNet(p)
-		rules = append(rules, rule)
+		rt := &netlink.Route{Dst: ipNet(p), Table: r.table(), Type: unix.RTN_THROW}
+		if err := netlink.RouteReplace(rt); err != nil {
+			return fmt.Errorf("route throw %s table %d: %w", p, r.table(), err)
+		}
 	}
 	for _, fam6 := range []bool{false, true} {
 		if (!fam6 && !v4) || (fam6 && !v6) {
 			continue
 		}
-		mark := newRule(fam6, r.priority()+1, unix.RT_TABLE_MAIN)
-		mark.Mark = r.Mark
-		all := newRule(fam6, r.priority()+2, r.table())
-		all.Mark, all.Invert = r.Mark, true
-		rules = append(rules, mark, all)
-	}
-	for _, rule := range rules {
+		rule := newRule(fam6, r.priority(), r.table())
+		rule.Mark, rule.Invert = r.Mark, true
 		if err := netlink.RuleAdd(rule); err != nil {
 			return fmt.Errorf("rule %s: %w", rule, err)
 		}

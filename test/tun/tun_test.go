@@ -100,19 +100,21 @@ func (l *lab) linkIndex() int {
 func (l *lab) installed(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, c := range [][]string{
-		{"ip", "-n", l.client, "-4", "rule", "show"},
-		{"ip", "-n", l.client, "-4", "route", "show", "table", "2022"},
-	} {
-		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
-		if err != nil && !bytes.Contains(out, []byte("FIB table does not exist")) {
-			t.Fatalf("%v: %v: %s", c, err, out)
+	rules, err := exec.Command("ip", "-n", l.client, "-4", "rule", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip rule: %v: %s", err, rules)
+	}
+	for _, line := range strings.Split(string(rules), "\n") {
+		if strings.HasPrefix(line, "9000:") || strings.HasPrefix(line, "9001:") || strings.HasPrefix(line, "9002:") {
+			b.WriteString(line + "\n")
 		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, "9000:") || strings.HasPrefix(line, "9001:") || strings.HasPrefix(line, "9002:") || strings.Contains(line, "sytun0") {
-				b.WriteString(line + "\n")
-			}
-		}
+	}
+	routes, err := exec.Command("ip", "-n", l.client, "-4", "route", "show", "table", "2022").CombinedOutput()
+	if err != nil && !bytes.Contains(routes, []byte("FIB table does not exist")) {
+		t.Fatalf("ip route: %v: %s", err, routes)
+	}
+	if err == nil {
+		b.Write(routes)
 	}
 	return b.String()
 }
@@ -228,7 +230,7 @@ func TestAutoRouteAndReload(t *testing.T) {
 
 	sw := l.start(t, path, l.config(""))
 	running := l.installed(t)
-	for _, want := range []string{"9000:", "9001:", "9002:", "lookup 2022", "fwmark " + swMark, "default dev sytun0"} {
+	for _, want := range []string{"9000:\tnot from all fwmark " + swMark + " lookup 2022", "default dev sytun0", "throw 172.19.0.0/30"} {
 		if !strings.Contains(running, want) {
 			t.Fatalf("no %q among the installed entries:\n%s", want, running)
 		}
@@ -244,7 +246,7 @@ func TestAutoRouteAndReload(t *testing.T) {
 	sw.Cmd.Process.Kill()
 	<-sw.Done
 	stale := l.installed(t)
-	if !strings.Contains(stale, "9002:") {
+	if !strings.Contains(stale, "9000:") {
 		t.Fatalf("SIGKILL left no rule behind (the restart test proves nothing):\n%s", stale)
 	}
 	sw = l.start(t, path, l.config(""))
@@ -290,7 +292,7 @@ func TestAutoRouteAndReload(t *testing.T) {
 	if got := l.linkIndex(); got == idx || got == 0 {
 		t.Fatalf("a changed TUN kept its device (index %d, was %d)\n%s", got, idx, sw.Logs)
 	}
-	if got := l.installed(t); !strings.Contains(got, "9002:") {
+	if got := l.installed(t); !strings.Contains(got, "9000:") {
 		t.Fatalf("the recreated TUN has no rules:\n%s", got)
 	}
 
@@ -323,5 +325,31 @@ func TestNoCapabilityIsNamed(t *testing.T) {
 	}
 	if l.linkIndex() != 0 {
 		t.Fatal("a device was left behind")
+	}
+}
+
+// route_address routes only its prefixes into the device and
+// route_exclude_address keeps its own out of it.
+func TestRouteAddressAndExclude(t *testing.T) {
+	l := newLab(t)
+	l.webServer(t, l.web+":8080")
+	l.webServer(t, l.peer2+":8080")
+	l.dnsServer(t, l.web+":53", "web.test", l.web)
+	prefix := l.web[:strings.LastIndexByte(l.web, '.')] + ".0/24"
+	sw := l.start(t, filepath.Join(t.TempDir(), "sy.toml"), l.config(fmt.Sprintf("route_address = [%q]\nroute_exclude_address = [\"%s/32\"]\n", prefix, l.peer2)))
+	got := l.installed(t)
+	for _, want := range []string{prefix + " dev sytun0", "throw " + l.peer2} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("no %q among the installed entries:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "default dev sytun0") {
+		t.Fatalf("a default route with route_address set:\n%s", got)
+	}
+	if out, err := l.curl("http://" + l.web + ":8080/"); err != nil || out != l.web+":8080" {
+		t.Fatalf("curl to a routed prefix: %q, %v\n%s", out, err, sw.Logs)
+	}
+	if out, err := l.curl("http://" + l.peer2 + ":8080/"); err == nil {
+		t.Fatalf("curl to an excluded address went through the device: %q", out)
 	}
 }
