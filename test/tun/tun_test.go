@@ -353,3 +353,35 @@ func TestRouteAddressAndExclude(t *testing.T) {
 		t.Fatalf("curl to an excluded address went through the device: %q", out)
 	}
 }
+
+// A reload that adds a TUN to a process without CAP_NET_ADMIN is refused,
+// naming the capability, and the running configuration stays.
+func TestReloadWithoutCapabilityKeepsTheRunningState(t *testing.T) {
+	l := newLab(t)
+	path := filepath.Join(t.TempDir(), "sy.toml")
+	mixed := "[[inbounds]]\ntag = \"mixed-in\"\ntype = \"mixed\"\nlisten = \"127.0.0.1:0\"\n"
+	if err := os.WriteFile(path, []byte(mixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sw := swproc.StartCmd(t, exec.Command("ip", "netns", "exec", l.client, "setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin", bin, "run", "-c", path))
+	addr := sw.Addr("mixed-in")
+	os.WriteFile(path, []byte(mixed+"[[inbounds]]\ntag = \"tun-in\"\ntype = \"tun\"\nname = \"sytun0\"\n"), 0o600)
+	sw.Cmd.Process.Signal(syscall.SIGHUP)
+	sw.WaitLog("reload refused", 1, 10*time.Second)
+	if !strings.Contains(sw.Logs.String(), "the process needs CAP_NET_ADMIN") {
+		t.Fatalf("the refusal does not name the capability:\n%s", sw.Logs)
+	}
+	if l.linkIndex() != 0 {
+		t.Fatal("a refused reload left a device")
+	}
+	err := in(l.client, func() error {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Fatalf("the running inbound is gone after the refused reload: %v", err)
+	}
+}
