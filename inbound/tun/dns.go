@@ -21,6 +21,7 @@ func (in *Inbound) answerDNS(svc DNS, src, dst netip.AddrPort, q []byte) {
 		<-in.dns
 		return
 	}
+	q = append([]byte(nil), q...)
 	go func() {
 		defer in.wg.Done()
 		defer func() { <-in.dns }()

@@ -19,7 +19,12 @@ func (in *Inbound) handleUDP(id stack.TransportEndpointID, pkt *stack.PacketBuff
 	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 || local(dst.Addr()) {
 		return true
 	}
-	payload := pkt.Data().AsRange().ToSlice()
+	// The payload is read in place: the association's link copies what
+	// it keeps, and a hijacked query is copied for its goroutine.
+	payload, ok := pkt.Data().PullUp(pkt.Data().Size())
+	if !ok {
+		return true
+	}
 	if in.cfg.DNSHijack && dst.Port() == 53 {
 		if svc := in.currentDNS(); svc != nil {
 			in.answerDNS(svc, src, dst, payload)
