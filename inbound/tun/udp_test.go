@@ -236,3 +236,22 @@ func TestUDPMulticastIsNotRouted(t *testing.T) {
 		t.Fatalf("routed %v", sent)
 	}
 }
+
+// IPv6 datagrams get their replies from the IPv6 peer.
+func TestUDPIPv6(t *testing.T) {
+	conn := &fakeConnector{}
+	l := newLab(t, Config{}, conn)
+	u, err := l.app.ListenUDP(40600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	peer := netip.MustParseAddrPort("[2001:db8::7]:7")
+	u.WriteTo([]byte("six"), net.UDPAddrFromAddrPort(peer))
+	if msg, from := readFrom(t, u); msg != "six" || from != peer {
+		t.Fatalf("reply %q from %s", msg, from)
+	}
+	if f := conn.Links()[0].flow; f.Src != netip.AddrPortFrom(appV6, 40600) {
+		t.Fatalf("association from %s", f.Src)
+	}
+}
