@@ -49,7 +49,7 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st, err := netstack.New(netstack.Options{MTU: cfg.MTU, Transparent: true, TCPBuffer: cfg.TCPBuffer})
+	st, err := netstack.New(netstack.Options{MTU: cfg.MTU, Transparent: true, TCPBuffer: cfg.TCPBuffer, TCPBufferStart: tcpBufferStart, TimeWait: timeWait})
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("tun %s: the network stack: %w", cfg.Tag, err)

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -51,8 +52,17 @@ type Options struct {
 	// with default routes of both families whatever Local holds.
 	Transparent bool
 	// TCPBuffer, when > 0, caps each TCP connection's send and receive
-	// buffers (bytes): the stack's memory per connection.
-	TCPBuffer int
+	// buffers (bytes): the stack's memory per connection. The receive
+	// buffer starts at TCPBufferStart (when > 0 and smaller) and grows
+	// toward the cap as the connection's throughput asks (receive buffer
+	// moderation, as Linux's tcp_rmem).
+	TCPBuffer      int
+	TCPBufferStart int
+	// TimeWait, when > 0, is how long a closed TCP connection stays in
+	// TIME-WAIT (gVisor's default: 60 s). Over a local link, where no old
+	// segment can arrive late, a short one frees the 4-tuple for the next
+	// connection of the same application port.
+	TimeWait time.Duration
 }
 
 // Stack is a userspace network stack with one interface.
@@ -100,13 +110,27 @@ func (st *Stack) configure(o Options) error {
 	}
 	if o.TCPBuffer > 0 {
 		min := min(4096, o.TCPBuffer)
-		snd := tcpip.TCPSendBufferSizeRangeOption{Min: min, Default: o.TCPBuffer, Max: o.TCPBuffer}
-		rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: min, Default: o.TCPBuffer, Max: o.TCPBuffer}
+		start := o.TCPBuffer
+		if o.TCPBufferStart > 0 && o.TCPBufferStart < start {
+			start = o.TCPBufferStart
+		}
+		snd := tcpip.TCPSendBufferSizeRangeOption{Min: min, Default: start, Max: o.TCPBuffer}
+		rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: min, Default: start, Max: o.TCPBuffer}
+		moderate := tcpip.TCPModerateReceiveBufferOption(true)
+		if err := st.s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate); err != nil {
+			return fmt.Errorf("TCP receive buffer moderation: %v", err)
+		}
 		if err := st.s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd); err != nil {
 			return fmt.Errorf("TCP send buffer %d: %v", o.TCPBuffer, err)
 		}
 		if err := st.s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv); err != nil {
 			return fmt.Errorf("TCP receive buffer %d: %v", o.TCPBuffer, err)
+		}
+	}
+	if o.TimeWait > 0 {
+		tw := tcpip.TCPTimeWaitTimeoutOption(o.TimeWait)
+		if err := st.s.SetTransportProtocolOption(tcp.ProtocolNumber, &tw); err != nil {
+			return fmt.Errorf("TCP TIME-WAIT %v: %v", o.TimeWait, err)
 		}
 	}
 	if err := st.s.CreateNIC(NIC, st.ep); err != nil {
