@@ -94,15 +94,19 @@ func (in *Inbound) readDevice() {
 		bufs[i] = make([]byte, packetOffset+in.cfg.MTU)
 	}
 	sizes := make([]int, batch)
+	ps := make([][]byte, 0, batch)
 	for {
 		n, err := in.dev.Read(bufs, sizes, packetOffset)
+		ps = ps[:0]
 		for i := range n {
 			p := bufs[i][packetOffset : packetOffset+sizes[i]]
-			if in.echo(p) {
-				continue
+			if !in.echo(p) {
+				ps = append(ps, p)
 			}
-			in.stack.InjectPacket(p)
 		}
+		// A batch holds the segments an offloading device split from the
+		// kernel's large ones: the stack takes them coalesced again.
+		in.stack.InjectBatch(ps)
 		if err != nil {
 			if errors.Is(err, tun.ErrTooManySegments) {
 				continue

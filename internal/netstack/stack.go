@@ -67,9 +67,11 @@ type Options struct {
 
 // Stack is a userspace network stack with one interface.
 type Stack struct {
-	s   *stack.Stack
-	ep  *channel.Endpoint
-	mtu int
+	s           *stack.Stack
+	ep          *link
+	mtu         int
+	transparent bool
+	batch       batcher
 
 	ctx    context.Context // cancelled by Close: ends a pending ReadPacket
 	cancel context.CancelFunc
@@ -91,7 +93,7 @@ func New(o Options) (*Stack, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &Stack{
 		s:      s,
-		ep:     channel.New(q, uint32(o.MTU), ""),
+		ep:     &link{Endpoint: channel.New(q, uint32(o.MTU), "")},
 		mtu:    o.MTU,
 		ctx:    ctx,
 		cancel: cancel,
@@ -132,6 +134,14 @@ func (st *Stack) configure(o Options) error {
 		if err := st.s.SetTransportProtocolOption(tcp.ProtocolNumber, &tw); err != nil {
 			return fmt.Errorf("TCP TIME-WAIT %v: %v", o.TimeWait, err)
 		}
+	}
+	if o.Transparent {
+		// The packets come from the kernel's own device: their checksums
+		// are not verified again, but for TCP's, which GRO verifies
+		// before it coalesces (InjectBatch).
+		st.transparent = true
+		st.ep.LinkEPCapabilities |= stack.CapabilityRXChecksumOffload
+		st.batch.gro.Init(true)
 	}
 	if err := st.s.CreateNIC(NIC, st.ep); err != nil {
 		return fmt.Errorf("CreateNIC: %v", err)
