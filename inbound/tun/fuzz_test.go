@@ -23,7 +23,7 @@ func FuzzDevicePacket(f *testing.F) {
 	defer in.Close()
 	f.Fuzz(func(t *testing.T, p []byte) {
 		parseEcho(p)
-		in.stack.InjectPacket(p)
+		in.stack.InjectBatch([][]byte{p, p})
 	})
 }
 
