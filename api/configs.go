@@ -37,7 +37,14 @@ func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
 	ports := map[string]int{"port": 0, "socks-port": 0, "mixed-port": 0}
 	key := map[string]string{"http": "port", "socks": "socks-port", "mixed": "mixed-port"}
 	allowLAN, bind := false, "127.0.0.1"
+	tunInfo := map[string]any{"enable": false}
 	for _, in := range sp.Inbounds {
+		if in.TUN != nil {
+			// A tun inbound listens on no address: Clash's tun block.
+			tunInfo = map[string]any{"enable": true, "device": in.TUN.Name, "stack": "gvisor",
+				"auto-route": in.TUN.AutoRoute, "mtu": in.TUN.MTU}
+			continue
+		}
 		if k := key[in.Type]; k != "" && ports[k] == 0 {
 			// The port bound (a listen on port 0 gets one of the kernel's).
 			ports[k] = int(in.Listen.Port())
@@ -54,7 +61,7 @@ func (s *Server) getConfigs(w http.ResponseWriter, _ *http.Request) {
 		"redir-port": 0, "tproxy-port": 0,
 		"mode": s.b.Mode().String(), "mode-list": modeList,
 		"log-level": *s.logLevel.Load(), "allow-lan": allowLAN, "bind-address": bind,
-		"ipv6": true, "tun": map[string]any{"enable": false},
+		"ipv6": true, "tun": tunInfo,
 	})
 }
 

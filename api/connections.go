@@ -67,7 +67,7 @@ type rendered struct {
 	id   []byte // `"7"`
 }
 
-var inboundTypes = map[string]string{"socks": "Socks5", "http": "HTTP", "mixed": "Mixed"}
+var inboundTypes = map[string]string{"socks": "Socks5", "http": "HTTP", "mixed": "Mixed", "tun": "Tun"}
 
 // fixed describes a flow in Clash's words.
 func (s *Server) fixed(e track.Entry) connFixed {

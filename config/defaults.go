@@ -146,7 +146,7 @@ var (
 	logLevels       = []string{"trace", "debug", "info", "warn", "error"}
 	logFormats      = []string{"text", "json"}
 	drains          = []string{string(spec.DrainKeep), string(spec.DrainClose)}
-	inboundTypes    = []string{"socks", "http", "mixed"}
+	inboundTypes    = []string{"socks", "http", "mixed", "tun"}
 	addressFamilies = []string{"auto", "ipv4_only", "ipv6_only", "prefer_ipv4", "prefer_ipv6"}
 	networks        = []string{"tcp", "udp"}
 	protocols       = []string{"tls", "http", "quic", "dns"}

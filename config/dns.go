@@ -101,7 +101,7 @@ func (l *lowerer) dns(f *fileDNS) *spec.DNS {
 	if f.Bootstrap != nil && *f.Bootstrap != defaultDNSBootstrap && !byName {
 		l.warnf("dns.bootstrap", "no DNS server is given by name: bootstrap is not used")
 	}
-	if d.FakeIP != nil && !d.Serve && !l.dnsOutbound {
+	if d.FakeIP != nil && !d.Serve && !l.dnsOutbound && !l.tunHijack {
 		l.warnf("dns.fakeip", "fake IPs are answers of the DNS service, and nothing asks it: "+
 			"set serve = true or route flows to a dns outbound")
 	}

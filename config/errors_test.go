@@ -175,10 +175,10 @@ type = "socks5"
 
 		{"unknown inbound type, its own keys not reported", `[[inbounds]]
 tag = "tun-in"
-type = "tun"
+type = "tunnel"
 name = "sy0"
 mtu = 9000
-`, []want{{3, "inbounds[0].type", `unknown inbound type "tun"`}}},
+`, []want{{3, "inbounds[0].type", `unknown inbound type "tunnel"`}}},
 
 		{"missing type keeps unknown keys", `[[inbounds]]
 tag = "x"

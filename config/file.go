@@ -70,6 +70,17 @@ type fileInbound struct {
 	MaxHandshakes    *int64  `toml:"max_handshakes"`
 
 	MaxUDPAssociations *int64 `toml:"max_udp_associations"`
+
+	// tun
+	Name                *string  `toml:"name"`
+	Addresses           []string `toml:"addresses"`
+	MTU                 *int64   `toml:"mtu"`
+	AutoRoute           *bool    `toml:"auto_route"`
+	StrictRoute         *bool    `toml:"strict_route"`
+	RouteAddress        []string `toml:"route_address"`
+	RouteExcludeAddress []string `toml:"route_exclude_address"`
+	DNSHijack           *bool    `toml:"dns_hijack"`
+	UDPTimeout          *string  `toml:"udp_timeout"`
 }
 
 type fileUser struct {

@@ -20,6 +20,7 @@ const socks5FieldMax = 255
 func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 	var out []spec.Inbound
 	listens := map[netip.AddrPort]string{} // listen address -> inbound that has it
+	devices := map[string]string{}         // tun device name -> inbound that has it
 	for i := range fs {
 		f := &fs[i]
 		key := fmt.Sprintf("inbounds[%d]", i)
@@ -34,9 +35,7 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 			in.Tag = tag
 		}
 
-		// Without a known type nothing else can be judged. Keys that belong
-		// to a type not accepted here (tun's name, mtu...) are not reported
-		// on top of the type.
+		// Without a known type nothing else can be judged.
 		typ, ok := l.required(key+".type", f.Type)
 		if !ok {
 			continue
@@ -47,6 +46,12 @@ func (l *lowerer) inbounds(fs []fileInbound) []spec.Inbound {
 			continue
 		}
 		in.Type = typ
+		if typ == "tun" {
+			l.tunInbound(key, f, &in, devices)
+			out = append(out, in)
+			continue
+		}
+		l.noTUNKeys(key, f)
 
 		if text, ok := l.required(key+".listen", f.Listen); ok {
 			if ap, ok := l.listenAddr(key+".listen", text); ok {

@@ -62,6 +62,7 @@ type lowerer struct {
 	// dnsTable is set when the file has a [dns] table, which a dns outbound
 	// needs; dnsOutbound once a dns outbound is accepted.
 	dnsTable, dnsOutbound bool
+	tunHijack             bool // a tun inbound hijacks DNS: the DNS service is asked
 	// rates maps a user name to the key of its first users entry and the
 	// rates written there (users.go).
 	rates map[string]userRate
@@ -202,6 +203,8 @@ func (l *lowerer) lower(f *fileConfig) *spec.Spec {
 	s.Route.GeoIPPath = l.geoIPPath
 	s.Rules = l.rules(f.Rules)
 	s.RuleSets = ruleSets
+	tunSocket(s)
+	l.tunDNSLoop(s)
 	return s
 }
 

@@ -10,6 +10,11 @@ scripts/peers.sh install
 command -v curl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; }
 # The latency tests (test/netem) build a namespace and a delayed link with ip and tc.
 { command -v ip && command -v tc; } >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2; }
+# The TUN tests (test/tun) run switchyard's TUN inbound in namespaces made with
+# ip (iproute2, above); they need the kernel's TUN device, and setpriv
+# (util-linux) to run it without CAP_NET_ADMIN.
+[ -c /dev/net/tun ] || modprobe tun
+command -v setpriv >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq util-linux; }
 # The dashboard test drives metacubexd in Debian's headless Chromium.
 command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 go vet ./...

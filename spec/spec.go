@@ -91,8 +91,8 @@ type User struct {
 
 type Inbound struct {
 	Tag    string
-	Type   string // socks | http | mixed
-	Listen netip.AddrPort
+	Type   string         // socks | http | mixed | tun
+	Listen netip.AddrPort // not on tun
 	UDP    bool
 	Users  []User
 	Sniff  bool
@@ -102,8 +102,26 @@ type Inbound struct {
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
 	// MaxUDPAssociations caps the SOCKS5 UDP associations served at once
-	// (socks and mixed); 0 is no cap.
+	// (socks and mixed), the UDP associations (local endpoints) of a tun;
+	// 0 is no cap.
 	MaxUDPAssociations int
+	// TUN is the device of a tun inbound; nil on every other type.
+	TUN *TUN
+}
+
+// TUN is a tun inbound's device and what it installs.
+type TUN struct {
+	Name       string         // the device's name
+	Addresses  []netip.Prefix // its addresses, each in its prefix
+	MTU        int
+	DNSHijack  bool          // port 53 of any address goes to the DNS service
+	UDPTimeout time.Duration // an association idle this long ends
+	// AutoRoute installs routes into the device and the policy rules that
+	// send everything there except the process's own marked sockets
+	// (Spec.Socket.Mark), loopback and the device's range.
+	AutoRoute    bool
+	RouteAddress []netip.Prefix // auto_route: only these (empty: everything)
+	RouteExclude []netip.Prefix // auto_route: never these
 }
 
 // Outbound is one outbound. Type is the canonical name ("direct", "block",

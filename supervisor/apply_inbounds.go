@@ -13,6 +13,7 @@ type inboundPlan struct {
 	swaps   []inboundSwap        // same address, changed settings: new server, same socket
 	bound   map[string]*listener // new inbounds and inbounds that moved
 	removed []string
+	tuns    *tunPlan // the tun inbounds (tuns.go); nil before Start
 }
 
 type inboundSwap struct {
@@ -27,6 +28,8 @@ func (sv *Supervisor) planInbounds(ins []spec.Inbound) (*inboundPlan, error) {
 	if !sv.started {
 		return p, nil
 	}
+	all := ins
+	ins = listenerInbounds(ins)
 	var toBind []spec.Inbound
 	seen := map[string]bool{}
 	for _, in := range ins {
@@ -57,6 +60,10 @@ func (sv *Supervisor) planInbounds(ins []spec.Inbound) (*inboundPlan, error) {
 		return nil, err
 	}
 	p.bound = bound
+	if p.tuns, err = sv.planTUNs(all); err != nil {
+		p.close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -67,6 +74,9 @@ func (p *inboundPlan) close() {
 	}
 	for _, l := range p.bound {
 		l.close()
+	}
+	if p.tuns != nil {
+		p.tuns.close()
 	}
 }
 
@@ -105,6 +115,9 @@ func (sv *Supervisor) commitInbounds(p *inboundPlan, drain spec.Drain) {
 		retire(old.current())
 		delete(sv.inbounds, tag)
 		sv.log.Info("inbound " + tag + " removed")
+	}
+	if p.tuns != nil {
+		sv.commitTUNs(p.tuns)
 	}
 	sv.publishListening()
 	sv.pruneRetired()

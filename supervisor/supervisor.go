@@ -125,8 +125,9 @@ type Supervisor struct {
 	mu       sync.Mutex // guards everything below; held by Apply and Close
 	cur      *state
 	inbounds map[string]*listener
-	retired  []server    // servers of changed or removed inbounds kept under drain = keep
-	stopped  []*listener // listeners of moved or removed inbounds; Close waits for them
+	tuns     map[string]*tunRun // the tun inbounds (tuns.go)
+	retired  []server           // servers of changed or removed inbounds kept under drain = keep
+	stopped  []*listener        // listeners of moved or removed inbounds; Close waits for them
 	started  bool
 	closed   bool
 }
@@ -154,7 +155,7 @@ func Check(s *spec.Spec) error {
 		return err
 	}
 	p.discard()
-	for _, in := range s.Inbounds {
+	for _, in := range listenerInbounds(s.Inbounds) {
 		if _, err := newServer(in, nil, slog.New(slog.DiscardHandler)); err != nil {
 			return err
 		}
@@ -179,6 +180,7 @@ func New(s *spec.Spec, opts Options) (*Supervisor, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		inbounds: map[string]*listener{},
+		tuns:     map[string]*tunRun{},
 		warm:     warm.New(warm.Options{Clock: opts.clock, Log: log.With("component", "warm")}),
 	}
 	if sv.gate == nil {
@@ -274,8 +276,14 @@ func (sv *Supervisor) Start() error {
 	if sv.closed || sv.started {
 		return net.ErrClosed
 	}
-	bound, err := sv.bindAll(sv.cur.spec.Inbounds)
+	bound, err := sv.bindAll(listenerInbounds(sv.cur.spec.Inbounds))
 	if err != nil {
+		return err
+	}
+	if err := sv.startTUNs(sv.cur.spec.Inbounds); err != nil {
+		for _, l := range bound {
+			l.close()
+		}
 		return err
 	}
 	for tag, l := range bound {
@@ -289,6 +297,10 @@ func (sv *Supervisor) Start() error {
 	sv.started = true
 	attrs := make([]any, 0, len(sv.cur.spec.Inbounds))
 	for _, in := range sv.cur.spec.Inbounds {
+		if in.TUN != nil {
+			attrs = append(attrs, slog.String(in.Tag, "tun:"+sv.tunDevice(in.Tag)))
+			continue
+		}
 		attrs = append(attrs, slog.String(in.Tag, sv.inbounds[in.Tag].addr().String()))
 	}
 	sv.log.Info("switchyard ready", attrs...)
@@ -336,6 +348,7 @@ func (sv *Supervisor) Close() error {
 	for _, l := range sv.inbounds {
 		errs = append(errs, l.close())
 	}
+	errs = append(errs, sv.closeTUNs())
 	for _, s := range sv.retired {
 		errs = append(errs, s.Close())
 	}

@@ -104,11 +104,11 @@ func listenEndpoint(t *tunnel) (*udpEndpoint, error) {
 func newPacketLink(u *udpEndpoint, res *resolver, now func() time.Time, log *slog.Logger) *packetLink {
 	l := &packetLink{
 		c:      u.UDPConn,
-		ep:     u.ep,
+		ep:     u.EP,
 		res:    res,
 		log:    log,
 		now:    now,
-		wq:     u.wq,
+		wq:     u.WQ,
 		closed: make(chan struct{}),
 		names:  make(map[string]cachedName),
 	}
@@ -153,7 +153,7 @@ func (l *packetLink) move(u *udpEndpoint, t *tunnel, release func()) func() {
 	}
 	l.c.Close()
 	l.wq.EventUnregister(&l.entry)
-	l.c, l.ep, l.wq = u.UDPConn, u.ep, u.wq
+	l.c, l.ep, l.wq = u.UDPConn, u.EP, u.WQ
 	l.entry, l.notify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
 	l.wq.EventRegister(&l.entry)
 	old := l.release

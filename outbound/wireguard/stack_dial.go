@@ -2,46 +2,24 @@ package wireguard
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/netip"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
-	"gvisor.dev/gvisor/pkg/waiter"
+
+	"switchyard/internal/netstack"
 )
 
 // dialTCP connects to a through the stack's interface; it returns once
 // the handshake is done, or fails when ctx ends first.
 func (d *stackDevice) dialTCP(ctx context.Context, a netip.AddrPort) (*gonet.TCPConn, error) {
-	to := tcpip.FullAddress{NIC: stackNIC, Addr: tcpip.AddrFromSlice(a.Addr().AsSlice()), Port: a.Port()}
-	return gonet.DialContextTCP(ctx, d.stack, to, protocolOf(a.Addr()))
+	return d.stack.DialTCP(ctx, a)
 }
 
-// udpEndpoint is a UDP endpoint of the stack: read and written through the
-// conn over it, and also at hand with its waiter queue, so that a link can
-// wait for a datagram without reading it.
-type udpEndpoint struct {
-	*gonet.UDPConn
-	ep tcpip.Endpoint
-	wq *waiter.Queue
-}
+// udpEndpoint is a UDP endpoint of the stack (netstack.UDPEndpoint).
+type udpEndpoint = netstack.UDPEndpoint
 
 // listenUDP binds a UDP endpoint to port on every address of both
-// families: an IPv6 endpoint bound to no address, which carries IPv4 too
-// (it is not IPv6-only). It is what gonet.DialUDP makes, its endpoint and
-// queue kept.
+// families (netstack.Stack.ListenUDP).
 func (d *stackDevice) listenUDP(port uint16) (*udpEndpoint, error) {
-	wq := new(waiter.Queue)
-	ep, terr := d.stack.NewEndpoint(udp.ProtocolNumber, ipv6.ProtocolNumber, wq)
-	if terr != nil {
-		return nil, errors.New(terr.String())
-	}
-	if terr := ep.Bind(tcpip.FullAddress{NIC: stackNIC, Port: port}); terr != nil {
-		ep.Close()
-		return nil, &net.OpError{Op: "bind", Net: "udp", Addr: &net.UDPAddr{Port: int(port)}, Err: errors.New(terr.String())}
-	}
-	return &udpEndpoint{UDPConn: gonet.NewUDPConn(wq, ep), ep: ep, wq: wq}, nil
+	return d.stack.ListenUDP(port)
 }

@@ -1,0 +1,242 @@
+// Command tun is the TUN benchmark harness (bench/tun/run.sh). As
+// "serve" it runs the servers in the servers' namespace: a TCP sink, a TCP
+// accept-and-close server and a UDP echo. As "measure" it runs in the
+// client's namespace, whose default route goes into the proxy's TUN, and
+// measures through it: TCP upload throughput over -streams streams,
+// connections per second, UDP echo packets per second, and the proxy's
+// CPU seconds (from /proc) per GB moved. It prints one line of figures.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: tun serve -addr IP | tun measure -addr IP -pid PID")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	addr := fs.String("addr", "", "the servers' address")
+	pid := fs.Int("pid", 0, "the proxy's pid (CPU time)")
+	dur := fs.Duration("d", 5*time.Second, "measured time of each figure")
+	streams := fs.Int("streams", 8, "bulk TCP streams")
+	workers := fs.Int("workers", 32, "connection-rate workers")
+	udpers := fs.Int("udp", 8, "UDP echo sockets, each one datagram in flight")
+	fs.Parse(os.Args[2:])
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(*addr)
+	case "measure":
+		err = measure(*addr, *pid, *dur, *streams, *workers, *udpers)
+	default:
+		err = errors.New("unknown mode " + os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tun:", err)
+		os.Exit(1)
+	}
+}
+
+const (
+	sinkPort  = 5201
+	closePort = 5202
+	echoPort  = 5203
+)
+
+func serve(addr string) error {
+	sink, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(sinkPort)))
+	if err != nil {
+		return err
+	}
+	closer, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(closePort)))
+	if err != nil {
+		return err
+	}
+	echo, err := net.ListenPacket("udp", net.JoinHostPort(addr, strconv.Itoa(echoPort)))
+	if err != nil {
+		return err
+	}
+	go accept(sink, func(c net.Conn) { io.Copy(io.Discard, c); c.Close() })
+	go accept(closer, func(c net.Conn) { c.Write([]byte{1}); c.Close() })
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := echo.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			echo.WriteTo(buf[:n], from)
+		}
+	}()
+	fmt.Println("serving")
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	return nil
+}
+
+func accept(ln net.Listener, fn func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go fn(c)
+	}
+}
+
+// cpu is the proxy's user+system CPU time.
+func cpu(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * time.Second / 100 // USER_HZ
+}
+
+func measure(addr string, pid int, d time.Duration, streams, workers, udpers int) error {
+	mbps, cpuPerGB, err := bulk(addr, pid, d, streams)
+	if err != nil {
+		return fmt.Errorf("bulk: %w", err)
+	}
+	cps, err := rate(addr, d, workers)
+	if err != nil {
+		return fmt.Errorf("rate: %w", err)
+	}
+	pps, err := udpEcho(addr, d, udpers)
+	if err != nil {
+		return fmt.Errorf("udp: %w", err)
+	}
+	fmt.Printf("tcp_mbps=%.0f conns_per_s=%.0f udp_pps=%.0f cpu_s_per_gb=%.2f\n", mbps, cps, pps, cpuPerGB)
+	return nil
+}
+
+// bulk writes over streams connections for d and returns megabits per
+// second and the proxy's CPU seconds per GB.
+func bulk(addr string, pid int, d time.Duration, streams int) (float64, float64, error) {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	buf := make([]byte, 128<<10)
+	c0 := cpu(pid)
+	start := time.Now()
+	for range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(sinkPort)), 5*time.Second)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			c.SetWriteDeadline(start.Add(d))
+			for {
+				n, err := c.Write(buf)
+				total.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	used := (cpu(pid) - c0).Seconds()
+	select {
+	case err := <-errs:
+		return 0, 0, err
+	default:
+	}
+	gb := float64(total.Load()) / 1e9
+	return float64(total.Load()) * 8 / el / 1e6, used / gb, nil
+}
+
+// rate opens and closes connections from workers goroutines for d,
+// each waiting for the server's byte, and returns connections per second.
+func rate(addr string, d time.Duration, workers int) (float64, error) {
+	var n atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := make([]byte, 1)
+			for time.Now().Before(end) {
+				c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(closePort)), 5*time.Second)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := io.ReadFull(c, b); err == nil {
+					n.Add(1)
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if n.Load() == 0 {
+		return 0, fmt.Errorf("no connection completed (%d failed)", failed.Load())
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+// udpEcho runs socks sockets, each with one 64-byte datagram in flight to
+// the echo server, for d and returns replies per second.
+func udpEcho(addr string, d time.Duration, socks int) (float64, error) {
+	to, err := net.ResolveUDPAddr("udp", net.JoinHostPort(addr, strconv.Itoa(echoPort)))
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	start := time.Now()
+	for range socks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.ListenUDP("udp", nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			p := make([]byte, 64)
+			buf := make([]byte, 2048)
+			for time.Now().Before(end) {
+				c.WriteToUDP(p, to)
+				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				if _, _, err := c.ReadFromUDP(buf); err == nil {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n.Load() == 0 {
+		return 0, errors.New("no datagram came back")
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}

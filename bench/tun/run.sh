@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# TUN inbound throughput, connection rate, UDP packets per second and CPU
+# per GB, switchyard vs sing-box (gVisor stack) side by side in one run, in
+# the same namespace setup: a client namespace whose default route goes
+# into the proxy's TUN device, and a servers' namespace behind a veth pair
+# that only the proxy's own (marked) sockets have a route to. Each proxy
+# runs in turn in the client namespace; bench/tun's harness measures
+# through it and prints one line; the table shows switchyard/sing-box.
+# Needs root and iproute2.
+#
+# Environment:
+#   BENCH_D      measured time of each figure (default 5s)
+#   BENCH_CPUS   if set, the proxies run under `taskset -c $BENCH_CPUS`
+#   BENCH_KEEP   if set, keep the work folder (configs, logs, binaries)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+cd "$root"
+bench_work tun
+
+tag=$$
+C=sy-bench-c-$tag
+S=sy-bench-s-$tag
+dev=sybench0
+mark=8227 # 0x2023
+server=10.216.0.2
+cleanup_ns() {
+	ip netns del "$C" 2>/dev/null || true
+	ip netns del "$S" 2>/dev/null || true
+	bench_cleanup
+}
+trap cleanup_ns EXIT
+
+echo "building switchyard and the harness" >&2
+go build -o "$work/switchyard" ./cmd/switchyard
+go build -o "$work/tun" ./bench/tun
+scripts/peers.sh install >&2
+singbox=$(scripts/peers.sh path sing-box)
+
+ip netns add "$C"
+ip netns add "$S"
+ip -n "$C" link set lo up
+ip -n "$S" link set lo up
+ip -n "$C" link add vc type veth peer name vs netns "$S"
+ip -n "$C" addr add 10.214.250.1/30 dev vc
+ip -n "$S" addr add 10.214.250.2/30 dev vs
+ip -n "$C" link set vc up
+ip -n "$S" link set vs up
+ip -n "$S" addr add "$server/32" dev lo
+ip -n "$C" rule add fwmark "$mark" lookup 100 pref 100
+ip -n "$C" route add 10.216.0.0/24 via 10.214.250.2 table 100
+
+launch "$work/servers.log" ip netns exec "$S" "$work/tun" serve -addr "$server"
+sleep 0.5
+
+cat >"$work/switchyard.toml" <<TOML
+[log]
+level = "warn"
+
+[socket]
+mark = $mark
+
+[[inbounds]]
+tag = "tun-in"
+type = "tun"
+name = "$dev"
+addresses = ["172.19.0.1/30"]
+mtu = 9000
+
+[route]
+final = "direct"
+TOML
+cat >"$work/sing-box.json" <<JSON
+{
+  "log": {"level": "warn"},
+  "inbounds": [{"type": "tun", "tag": "tun-in", "interface_name": "$dev",
+    "address": ["172.19.0.1/30"], "mtu": 9000, "stack": "gvisor"}],
+  "outbounds": [{"type": "direct", "tag": "direct"}],
+  "route": {"default_mark": $mark, "final": "direct"}
+}
+JSON
+
+# measure_one runs one proxy in the client namespace, routes the namespace
+# into its device, measures and stops it; the figures go to $work/$name.out.
+measure_one() { # name cmd...
+	local name=$1
+	shift
+	launch "$work/$name.log" ip netns exec "$C" "$@"
+	local pid=$last_pid
+	for _ in $(seq 100); do
+		if ip -n "$C" link show "$dev" 2>/dev/null | grep -q 'state\|UP'; then
+			break
+		fi
+		sleep 0.1
+	done
+	ip -n "$C" link set "$dev" up 2>/dev/null || true
+	ip -n "$C" route replace default dev "$dev"
+	sleep 0.5
+	ip netns exec "$C" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee "$work/$name.out" >&2
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null || true
+	ip -n "$C" route del default 2>/dev/null || true
+}
+
+measure_one switchyard "$work/switchyard" run -c "$work/switchyard.toml"
+measure_one sing-box "$singbox" run -c "$work/sing-box.json"
+
+field() { # file key
+	tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"
+}
+printf '%-16s %12s %12s %8s\n' figure switchyard sing-box ratio
+for k in tcp_mbps conns_per_s udp_pps cpu_s_per_gb; do
+	a=$(field "$work/switchyard.out" "$k")
+	b=$(field "$work/sing-box.out" "$k")
+	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+	printf '%-16s %12s %12s %8s\n' "$k" "$a" "$b" "$r"
+done
+echo "(cpu_s_per_gb: lower is better; the ratio of the others: higher is better)"
+grep -i -h 'error\|panic' "$work"/*.log >&2 || true
