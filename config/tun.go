@@ -56,7 +56,7 @@ func (l *lowerer) tunInbound(key string, f *fileInbound, in *spec.Inbound, names
 	} else {
 		t.Addresses = l.tunAddresses(key+".addresses", f.Addresses)
 	}
-	t.MTU = l.tunMTU(key+".mtu", f.MTU, t.Addresses)
+	t.MTU = l.deviceMTU(key+".mtu", f.MTU, t.Addresses, defaultTUNMTU, "device")
 	if f.DNSHijack != nil {
 		t.DNSHijack = *f.DNSHijack
 		if t.DNSHijack && !l.dnsTable {
@@ -131,28 +131,6 @@ func (l *lowerer) tunAddresses(key string, vs []string) []netip.Prefix {
 		}
 	})
 	return out
-}
-
-// tunMTU lowers the device's MTU: 576..65535, at least 1280 with an IPv6
-// address.
-func (l *lowerer) tunMTU(key string, v *int64, addrs []netip.Prefix) int {
-	if v == nil {
-		return defaultTUNMTU
-	}
-	n := *v
-	if n < minWireGuardMTU || n > maxWireGuardMTU {
-		l.errorf(key, "%d is out of range %d..%d", n, minWireGuardMTU, maxWireGuardMTU)
-		return defaultTUNMTU
-	}
-	if n < minIPv6MTU {
-		for _, p := range addrs {
-			if p.Addr().Is6() {
-				l.errorf(key, "the device has an IPv6 address (%s): IPv6 needs an MTU of at least %d (RFC 8200)", p.Addr(), minIPv6MTU)
-				return defaultTUNMTU
-			}
-		}
-	}
-	return int(n)
 }
 
 // routePrefixes lowers route_address or route_exclude_address, which mean

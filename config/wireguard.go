@@ -47,7 +47,7 @@ func (l *lowerer) wireguard(key string, f *fileOutbound, o *spec.Outbound) {
 	}
 
 	o.Addresses = l.tunnelAddresses(key+".addresses", f.Addresses)
-	o.MTU = l.wireGuardMTU(key+".mtu", f.MTU, o.Addresses)
+	o.MTU = l.deviceMTU(key+".mtu", f.MTU, o.Addresses, defaultWireGuardMTU, "tunnel")
 	if f.Keepalive != nil && *f.Keepalive != "" {
 		o.Keepalive = l.keepalive(key+".keepalive", *f.Keepalive)
 	}
@@ -125,22 +125,23 @@ func parseTunnelAddress(s string) (netip.Prefix, bool) {
 	return p, true
 }
 
-// wireGuardMTU lowers the tunnel MTU: 576..65535, and at least 1280 when the
-// tunnel has an IPv6 address.
-func (l *lowerer) wireGuardMTU(key string, v *int64, addrs []netip.Prefix) int {
+// deviceMTU lowers the MTU of a tunnel or a TUN device (what names it in
+// errors): 576..65535, and at least 1280 when it has an IPv6 address; def
+// when unset or refused.
+func (l *lowerer) deviceMTU(key string, v *int64, addrs []netip.Prefix, def int, what string) int {
 	if v == nil {
-		return defaultWireGuardMTU
+		return def
 	}
 	n := *v
 	if n < minWireGuardMTU || n > maxWireGuardMTU {
 		l.errorf(key, "%d is out of range %d..%d", n, minWireGuardMTU, maxWireGuardMTU)
-		return defaultWireGuardMTU
+		return def
 	}
 	if n < minIPv6MTU {
 		for _, p := range addrs {
 			if p.Addr().Is6() {
-				l.errorf(key, "the tunnel has an IPv6 address (%s): IPv6 needs an MTU of at least %d (RFC 8200)", p.Addr(), minIPv6MTU)
-				return defaultWireGuardMTU
+				l.errorf(key, "the %s has an IPv6 address (%s): IPv6 needs an MTU of at least %d (RFC 8200)", what, p.Addr(), minIPv6MTU)
+				return def
 			}
 		}
 	}

@@ -142,21 +142,10 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 		case "and":
 			out := [][]kv{{}}
 			for _, alts := range subs {
-				var next [][]kv
-				for _, have := range out {
-					for _, add := range alts {
-						merged, ok := joinKeys(have, add)
-						if !ok {
-							c.report(r.line, item, "not converted: two conditions of one kind must both match, and a switchyard key matches any of its values")
-							return nil, false
-						}
-						next = append(next, merged)
-					}
+				var ok bool
+				if out, ok = c.cross(r, item, out, alts, "not converted: two conditions of one kind must both match, and a switchyard key matches any of its values"); !ok {
+					return nil, false
 				}
-				if len(next) > maxRuleSplit {
-					return nil, c.tooMany(r, item)
-				}
-				out = next
 			}
 			return out, true
 		}
@@ -339,23 +328,30 @@ func (c *conv) sbConds(r *jnode, item string, depth int) ([][]kv, bool) {
 		}
 	}
 	if setAlts != nil {
-		var next [][]kv
-		for _, o := range out {
-			for _, a := range setAlts {
-				merged, ok := joinKeys(o, a)
-				if !ok {
-					c.report(r.line, item, "not converted: an inline rule set's key is also a key of the rule, and both would have to match")
-					return nil, false
-				}
-				next = append(next, merged)
-			}
-		}
-		if len(next) > maxRuleSplit {
-			return nil, c.tooMany(r, item)
-		}
-		out = next
+		return c.cross(r, item, out, setAlts, "not converted: an inline rule set's key is also a key of the rule, and both would have to match")
 	}
 	return out, true
+}
+
+// cross is every alternative of out joined with every one of alts (an
+// and of two ors); false, with why reported, when a pair shares a key, or
+// when there would be more than maxRuleSplit.
+func (c *conv) cross(r *jnode, item string, out, alts [][]kv, why string) ([][]kv, bool) {
+	var next [][]kv
+	for _, have := range out {
+		for _, add := range alts {
+			merged, ok := joinKeys(have, add)
+			if !ok {
+				c.report(r.line, item, "%s", why)
+				return nil, false
+			}
+			next = append(next, merged)
+		}
+	}
+	if len(next) > maxRuleSplit {
+		return nil, c.tooMany(r, item)
+	}
+	return next, true
 }
 
 func (c *conv) tooMany(r *jnode, item string) bool {
