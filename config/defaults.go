@@ -229,6 +229,7 @@ var (
 		"ws":          {"path", "host", "headers", "max_early_data", "early_data_header"},
 		"httpupgrade": {"path", "host"},
 		"grpc":        {"service_name", "authority", "mode"},
+		"xhttp":       {"path", "host", "headers", "mode", "x_padding_bytes", "sc_max_each_post_bytes", "sc_min_posts_interval_ms"},
 	}
 
 	// transportALPN is the one ALPN protocol a transport runs on under TLS:
@@ -279,5 +280,5 @@ var (
 	// rather than accepted and ignored.
 	vlessFlows        = []string{""}
 	pendingVLESSFlows = []string{"xtls-rprx-vision"}
-	transportTypes    = []string{"tcp", "ws", "grpc", "httpupgrade"}
+	transportTypes    = []string{"tcp", "ws", "grpc", "httpupgrade", "xhttp"}
 )

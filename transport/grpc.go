@@ -188,8 +188,11 @@ func (c *h2Conn) Close() { c.shutdown(ErrClosed, true) }
 // and metrics; ok is false for a transport that keeps nothing between
 // dials.
 func (d *Dialer) SlotState() (st slot.State, ok bool) {
-	if d.grpc == nil {
-		return slot.State{}, false
+	switch {
+	case d.grpc != nil:
+		return d.grpc.slot.State(), true
+	case d.xhttp != nil && d.xhttp.h2 != nil:
+		return d.xhttp.h2.State(), true
 	}
-	return d.grpc.slot.State(), true
+	return slot.State{}, false
 }
