@@ -313,12 +313,25 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 		if netx.Speculative(ctx) {
 			acquire = x.h2.AcquireDetached
 		}
-		r, err := acquire(ctx)
-		if err != nil {
-			return nil, err
+		// A connection that went away (GOAWAY) or is at the server's
+		// stream limit takes no new flow: it is retired, and carries on
+		// with its flows until the last ends.
+		for try := 1; ; try++ {
+			r, err := acquire(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if r.V.cc.Err() == nil && r.V.cc.Available() > 0 {
+				res, cc, raw = r, r.V.cc, r.V.raw
+				break
+			}
+			r.Release()
+			x.h2.Retire(r, false)
+			if try == grpcRetries {
+				return nil, fmt.Errorf("xhttp: %d connections to %s in a row took no new request", try, x.d.server)
+			}
 		}
-		res, cc, raw = r, r.V.cc, r.V.raw
-		release = r.Release
+		release = res.Release
 	} else {
 		c, rc, err := x.newConn(ctx)
 		if err != nil {
