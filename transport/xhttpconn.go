@@ -90,7 +90,7 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 		go c.streamUp(req)
 		return c, nil
 	}
-	c.up = newXHPipe(cfg.maxPost)
+	c.up = newXHPipe(2 * cfg.maxPost)
 	c.wg.Add(1)
 	go c.packetUp()
 	return c, nil
@@ -199,8 +199,9 @@ func (c *xhConn) packetUp() {
 		}
 	}()
 	for {
-		b, err := c.up.take(cfg.maxPost)
-		if err != nil {
+		// Wait for something to send, then for the interval, and only then
+		// take what piled up meanwhile: one POST carries it all.
+		if err := c.up.ready(); err != nil {
 			return
 		}
 		if wait := cfg.minInterval - time.Since(last); !last.IsZero() && wait > 0 {
@@ -211,6 +212,10 @@ func (c *xhConn) packetUp() {
 				t.Stop()
 				return
 			}
+		}
+		b, err := c.up.take(cfg.maxPost)
+		if err != nil {
+			return
 		}
 		last = time.Now()
 		sub := c.session + "/" + strconv.FormatUint(seq, 10)
@@ -227,15 +232,45 @@ func (c *xhConn) packetUp() {
 		case <-c.ctx.Done():
 			return
 		}
+		// The next POST starts once this one's body is written, as Xray's
+		// client does: the bodies of one flow never compete for the
+		// connection's flow-control window, only their answers overlap.
+		written := make(chan struct{})
 		pw.Add(1)
 		go func() {
 			defer pw.Done()
 			defer func() { <-inflight }()
-			if err := c.post(c.cc, sub, b); err != nil {
+			if err := c.post(c.cc, sub, b, written); err != nil {
 				c.failUpload(err)
 			}
 		}()
+		select {
+		case <-written:
+		case <-c.ctx.Done():
+			return
+		}
 	}
+}
+
+// xhPostBody is a POST's body that closes written once it was read to the
+// end, or when the request is done with it.
+type xhPostBody struct {
+	r       *bytes.Reader
+	written chan struct{}
+	once    *sync.Once
+}
+
+func (b xhPostBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.once.Do(func() { close(b.written) })
+	}
+	return n, err
+}
+
+func (b xhPostBody) Close() error {
+	b.once.Do(func() { close(b.written) })
+	return nil
 }
 
 // failUpload ends the flow's upload and download with err, unless the flow
@@ -249,12 +284,18 @@ func (c *xhConn) failUpload(err error) {
 	c.down.closeRead(err)
 }
 
-// post sends one packet-up POST on cc and reads its answer.
-func (c *xhConn) post(cc *http.ClientConn, sub string, b []byte) error {
+// post sends one packet-up POST on cc and reads its answer; written, when
+// not nil, is closed once the body is sent (or the request ended).
+func (c *xhConn) post(cc *http.ClientConn, sub string, b []byte, written chan struct{}) error {
 	req := c.x.cfg.request(c.ctx, http.MethodPost, sub)
-	req.Body = io.NopCloser(bytes.NewReader(b))
+	if written == nil {
+		written = make(chan struct{})
+	}
+	once := new(sync.Once)
+	req.Body = xhPostBody{r: bytes.NewReader(b), written: written, once: once}
 	req.ContentLength = int64(len(b))
 	resp, err := cc.RoundTrip(req)
+	once.Do(func() { close(written) })
 	if err != nil {
 		return err
 	}
@@ -281,7 +322,7 @@ func (c *xhConn) postH1(sub string, b []byte) error {
 			}
 			c.upload, fresh = cc, true
 		}
-		err := c.post(c.upload, sub, b)
+		err := c.post(c.upload, sub, b, nil)
 		if err == nil || fresh || try > 0 || c.ctx.Err() != nil {
 			return err
 		}

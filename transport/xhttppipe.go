@@ -99,6 +99,25 @@ func (p *xhPipe) read(b []byte) (int, error) {
 	}
 }
 
+// ready waits until bytes are buffered or the write side ended; it
+// returns the reader's error when nothing is buffered.
+func (p *xhPipe) ready() error {
+	for {
+		p.mu.Lock()
+		if p.off < len(p.buf) {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.rerr != nil {
+			err := p.rerr
+			p.mu.Unlock()
+			return err
+		}
+		p.mu.Unlock()
+		<-p.rwake
+	}
+}
+
 // take waits for buffered bytes and returns up to max of them, copied.
 func (p *xhPipe) take(max int) ([]byte, error) {
 	for {
