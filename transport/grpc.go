@@ -188,11 +188,8 @@ func (c *h2Conn) Close() { c.shutdown(ErrClosed, true) }
 // and metrics; ok is false for a transport that keeps nothing between
 // dials.
 func (d *Dialer) SlotState() (st slot.State, ok bool) {
-	switch {
-	case d.grpc != nil:
-		return d.grpc.slot.State(), true
-	case d.xhttp != nil && d.xhttp.h2 != nil:
-		return d.xhttp.h2.State(), true
+	if d.grpc == nil {
+		return slot.State{}, false
 	}
-	return slot.State{}, false
+	return d.grpc.slot.State(), true
 }

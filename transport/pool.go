@@ -113,14 +113,8 @@ func (d *Dialer) Warm(ctx context.Context, keep bool) (opened bool, err error) {
 		}
 		r.Release()
 		return r.Gen != before, nil
-	case d.xhttp != nil && d.xhttp.h2 != nil:
-		before := d.xhttp.h2.State().Gen
-		r, err := d.xhttp.h2.Acquire(ctx)
-		if err != nil {
-			return false, err
-		}
-		r.Release()
-		return r.Gen != before, nil
+	case d.xhttp != nil && !d.xhttp.cfg.h1:
+		return d.xhttp.warm(ctx)
 	}
 	return false, ErrNothingToWarm
 }
@@ -135,7 +129,7 @@ func (d *Dialer) Cool() {
 	if d.grpc != nil && d.grpc.slot.State().Holds == 0 {
 		d.grpc.purge()
 	}
-	if d.xhttp != nil && d.xhttp.h2 != nil && d.xhttp.h2.State().Holds == 0 {
+	if d.xhttp != nil {
 		d.xhttp.purge()
 	}
 }
@@ -148,8 +142,8 @@ func (d *Dialer) Warmth() Warmth {
 		return Warmth{Kind: WarmPool, Pooled: st.Idle, IdleBound: st.IdleBound, Learning: st.Learning}
 	case d.grpc != nil:
 		return Warmth{Kind: WarmSession, Up: d.grpc.slot.State().Phase == slot.Up}
-	case d.xhttp != nil && d.xhttp.h2 != nil:
-		return Warmth{Kind: WarmSession, Up: d.xhttp.h2.State().Phase == slot.Up}
+	case d.xhttp != nil && !d.xhttp.cfg.h1:
+		return Warmth{Kind: WarmSession, Up: d.xhttp.idleCount() > 0}
 	}
 	return Warmth{}
 }

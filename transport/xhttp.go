@@ -11,10 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/spec"
 )
@@ -36,10 +36,11 @@ import (
 // packet-up, as Xray's client picks it outside REALITY.
 //
 // HTTP/2 runs over TLS with ALPN h2, or without TLS as cleartext HTTP/2
-// with prior knowledge (h2c); all the flows of an outbound share one
-// connection, kept in a slot as gRPC's is. HTTP/1.1 (packet-up without
-// TLS, or over TLS with alpn ["http/1.1"]) opens the GET's connection
-// and one upload connection per flow, kept alive from POST to POST.
+// with prior knowledge (h2c); a connection carries one flow at a time and
+// is kept for the flows after it (xhttpClient). HTTP/1.1 (packet-up
+// without TLS, or over TLS with alpn ["http/1.1"]) opens the GET's
+// connection and one upload connection per flow, kept alive from POST to
+// POST.
 type xhttpConfig struct {
 	mode        string // stream-one | stream-up | packet-up
 	h1          bool   // HTTP/1.1 (packet-up only)
@@ -174,8 +175,13 @@ func newSessionID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// xhttpClient is one outbound's XHTTP client: its HTTP/2 connection (in a
-// slot) or, over HTTP/1.1, the way to open connections.
+// xhttpClient is one outbound's XHTTP client. Over HTTP/2 it keeps the
+// connections no flow uses for the flows after them, as Xray's client does
+// by default (xmux: one flow at a time on a connection, which serves 600 to
+// 900 requests and 30 to 50 minutes): concurrent flows each have their own
+// connection and its own flow-control windows; a flow that follows another
+// starts without a connect or a TLS handshake. Over HTTP/1.1 every flow
+// opens its connections.
 type xhttpClient struct {
 	d   *Dialer
 	cfg *xhttpConfig
@@ -183,15 +189,30 @@ type xhttpClient struct {
 	// (HTTP/1.1), which no dial's deadline covers.
 	establish time.Duration
 	tr        *http.Transport
-	h2        *slot.Slot[*xhH2] // nil over HTTP/1.1
+
+	mu     sync.Mutex
+	idle   []*xhH2            // HTTP/2 connections no flow uses, newest last
+	live   map[*xhH2]struct{} // every HTTP/2 connection not closed
+	closed bool
+	idleN  atomic.Int32 // len(idle), read without the lock
 }
 
-// xhttpIdle closes a shared HTTP/2 connection that carried no request
-// for this long.
-const xhttpIdle = 60 * time.Second
+const (
+	// xhttpIdle closes an idle HTTP/2 connection after this long.
+	xhttpIdle = 60 * time.Second
+	// xhIdleMax bounds the idle HTTP/2 connections kept.
+	xhIdleMax = 32
+)
+
+// A connection's reuse bounds, each drawn once per connection (Xray's
+// hMaxRequestTimes and hMaxReusableSecs).
+var (
+	xhReuseRequests = [2]int64{600, 900}
+	xhReuseAge      = [2]time.Duration{1800 * time.Second, 3000 * time.Second}
+)
 
 func newXHTTPClient(d *Dialer, cfg *xhttpConfig, connect time.Duration) *xhttpClient {
-	x := &xhttpClient{d: d, cfg: cfg, establish: netx.EstablishTimeout(connect)}
+	x := &xhttpClient{d: d, cfg: cfg, establish: netx.EstablishTimeout(connect), live: map[*xhH2]struct{}{}}
 	protos := new(http.Protocols)
 	if cfg.h1 {
 		protos.SetHTTP1(true)
@@ -213,20 +234,7 @@ func newXHTTPClient(d *Dialer, cfg *xhttpConfig, connect time.Duration) *xhttpCl
 			return c, err
 		},
 		HTTP2:                  &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
-		ResponseHeaderTimeout:  0,
 		MaxResponseHeaderBytes: 64 << 10,
-	}
-	if !cfg.h1 {
-		x.h2 = slot.New(slot.Config[*xhH2]{
-			Establish:  x.connectH2,
-			Policy:     slot.Policy{IgnoreDeaths: true},
-			Phase:      netx.PhaseTransport,
-			ErrBackoff: fmt.Errorf("xhttp: the connection to %s is down, waiting before the next attempt: %w", d.server, slot.ErrBackoff),
-			ErrClosed:  ErrClosed,
-			OnFail: func(err error) {
-				d.log.Warn(fmt.Sprintf("xhttp: connecting to %s failed: %v", d.server, err))
-			},
-		})
 	}
 	return x
 }
@@ -249,121 +257,250 @@ func (x *xhttpClient) newConn(ctx context.Context) (cc *http.ClientConn, raw net
 	return cc, raw, nil
 }
 
-// xhH2 is the shared HTTP/2 connection (slot.Resource): Done closes once
-// the connection is over, which its state hook tells; it closes itself
-// after xhttpIdle without a request.
+// xhH2 is one HTTP/2 connection: carrying a flow, or idle.
 type xhH2 struct {
-	cc     *http.ClientConn
-	raw    net.Conn
-	done   chan struct{}
-	closed atomic.Bool
-	idle   *time.Timer
+	x           *xhttpClient
+	cc          *http.ClientConn
+	raw         net.Conn
+	born        time.Time
+	maxRequests int64
+	maxAge      time.Duration
+	requests    atomic.Int64
+	closed      atomic.Bool
+	timer       *time.Timer // while idle; guarded by x.mu
 }
 
+// reusable reports whether another flow may start on c.
+func (c *xhH2) reusable() bool {
+	return !c.closed.Load() && c.cc.Err() == nil && c.cc.Available() > 0 &&
+		c.requests.Load() < c.maxRequests && time.Since(c.born) < c.maxAge
+}
+
+// close ends c with its streams (idempotent); no lock may be held.
+func (c *xhH2) close() {
+	if !c.closed.CompareAndSwap(false, true) {
+		return
+	}
+	x := c.x
+	x.mu.Lock()
+	delete(x.live, c)
+	x.removeIdleLocked(c)
+	x.mu.Unlock()
+	c.cc.Close()
+}
+
+// removeIdleLocked takes c out of the idle list; x.mu is held.
+func (x *xhttpClient) removeIdleLocked(c *xhH2) bool {
+	for i, v := range x.idle {
+		if v == c {
+			x.idle = append(x.idle[:i], x.idle[i+1:]...)
+			x.idleN.Store(int32(len(x.idle)))
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func randBetween[T ~int64](r [2]T) T {
+	if r[1] <= r[0] {
+		return r[0]
+	}
+	n, err := rand.Int(rand.Reader, big.NewInt(int64(r[1]-r[0])+1))
+	if err != nil {
+		return r[0]
+	}
+	return r[0] + T(n.Int64())
+}
+
+// connectH2 opens a new HTTP/2 connection under ctx.
 func (x *xhttpClient) connectH2(ctx context.Context) (*xhH2, error) {
 	cc, raw, err := x.newConn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &xhH2{cc: cc, raw: raw, done: make(chan struct{})}
-	c.idle = time.AfterFunc(xhttpIdle, func() {
-		if cc.InFlight() == 0 {
-			c.Close()
-		}
-	})
+	c := &xhH2{x: x, cc: cc, raw: raw, born: time.Now(), maxRequests: randBetween(xhReuseRequests), maxAge: randBetween(xhReuseAge)}
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		cc.Close()
+		return nil, ErrClosed
+	}
+	x.live[c] = struct{}{}
+	x.mu.Unlock()
 	cc.SetStateHook(func(cc *http.ClientConn) {
-		switch {
-		case cc.Err() != nil:
-			c.Close()
-		case cc.InFlight() == 0:
-			c.idle.Reset(xhttpIdle)
+		if cc.Err() != nil {
+			c.close()
 		}
 	})
 	if err := cc.Err(); err != nil {
-		c.Close()
+		c.close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *xhH2) Done() <-chan struct{} { return c.done }
+// takeIdle returns the newest idle connection another flow may use, nil
+// when there is none; it closes the stale ones it finds.
+func (x *xhttpClient) takeIdle() *xhH2 {
+	var stale []*xhH2
+	defer func() {
+		for _, c := range stale {
+			c.close()
+		}
+	}()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for n := len(x.idle); n > 0; n = len(x.idle) {
+		c := x.idle[n-1]
+		x.idle = x.idle[:n-1]
+		x.idleN.Store(int32(len(x.idle)))
+		c.timer.Stop()
+		if c.reusable() {
+			return c
+		}
+		stale = append(stale, c)
+	}
+	return nil
+}
 
-// Close ends the connection with its streams (idempotent).
-func (c *xhH2) Close() {
-	if !c.closed.CompareAndSwap(false, true) {
+// put keeps c for the next flow, or closes it when it may not be reused
+// or enough are idle already.
+func (x *xhttpClient) put(c *xhH2) {
+	x.mu.Lock()
+	if x.closed || !c.reusable() || len(x.idle) >= xhIdleMax {
+		x.mu.Unlock()
+		c.close()
 		return
 	}
-	c.idle.Stop()
-	close(c.done)
-	c.cc.Close()
+	x.idle = append(x.idle, c)
+	x.idleN.Store(int32(len(x.idle)))
+	c.timer = time.AfterFunc(xhttpIdle, func() {
+		x.mu.Lock()
+		found := x.removeIdleLocked(c)
+		x.mu.Unlock()
+		if found {
+			c.close()
+		}
+	})
+	x.mu.Unlock()
 }
 
 // dial opens a flow: the session's requests, returning once the download's
 // response headers arrived (a server that does not answer fails the dial
-// under its deadline).
+// under its deadline). Over HTTP/2 it takes an idle connection when there
+// is one: no physical connect, but the flow's requests are its handshake,
+// so it takes the dial's admission permit.
 func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
-	var (
-		cc      *http.ClientConn
-		raw     net.Conn
-		release func()
-		res     *slot.Res[*xhH2]
-	)
-	if x.h2 != nil {
-		acquire := x.h2.Acquire
-		if netx.Speculative(ctx) {
-			acquire = x.h2.AcquireDetached
-		}
-		// A connection that went away (GOAWAY) or is at the server's
-		// stream limit takes no new flow: it is retired, and carries on
-		// with its flows until the last ends.
-		for try := 1; ; try++ {
-			r, err := acquire(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if r.V.cc.Err() == nil && r.V.cc.Available() > 0 {
-				res, cc, raw = r, r.V.cc, r.V.raw
-				break
-			}
-			r.Release()
-			x.h2.Retire(r, false)
-			if try == grpcRetries {
-				return nil, fmt.Errorf("xhttp: %d connections to %s in a row took no new request", try, x.d.server)
-			}
-		}
-		release = res.Release
-	} else {
-		c, rc, err := x.newConn(ctx)
+	if x.cfg.h1 {
+		cc, raw, err := x.newConn(ctx)
 		if err != nil {
 			return nil, err
 		}
-		cc, raw = c, rc
-		release = func() { c.Close() }
+		netx.Mark(ctx, netx.PhaseTransport)
+		return openXHConn(ctx, x, cc, raw, nil, func() { cc.Close() })
 	}
-	netx.Mark(ctx, netx.PhaseTransport)
-	c, err := openXHConn(ctx, x, cc, raw, release)
-	if err != nil {
-		if res != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && cc.Err() != nil {
-			x.h2.Lost(res)
+	x.mu.Lock()
+	closed := x.closed
+	x.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	for {
+		c := x.takeIdle()
+		if c == nil {
+			break
 		}
+		if err := netx.Admit(ctx); err != nil {
+			x.put(c)
+			return nil, err
+		}
+		netx.MarkPooled(ctx)
+		conn, err := x.open(ctx, c)
+		if err == nil || ctx.Err() != nil {
+			return conn, err
+		}
+		// The server let the connection go meanwhile: the next one, or a
+		// new one.
+	}
+	c, err := x.connectH2(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if res != nil && res.Detached() {
-		c.adopt = func() { x.h2.Adopt(res) }
-	}
-	return c, nil
+	return x.open(ctx, c)
 }
 
-// close ends the shared connection with its flows and refuses later dials.
+// open starts a flow on c. The flow gives c back for the next one when it
+// ends; a speculative dial's flow does so only once committed, and closes
+// it otherwise.
+func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
+	netx.Mark(ctx, netx.PhaseTransport)
+	var keep atomic.Bool
+	speculative := netx.Speculative(ctx)
+	release := func() {
+		if speculative && !keep.Load() {
+			c.close()
+			return
+		}
+		x.put(c)
+	}
+	conn, err := openXHConn(ctx, x, c.cc, c.raw, &c.requests, release)
+	if err != nil {
+		return nil, err
+	}
+	if speculative {
+		conn.adopt = func() { keep.Store(true) }
+	}
+	return conn, nil
+}
+
+// idleCount is how many HTTP/2 connections wait for a flow.
+func (x *xhttpClient) idleCount() int { return int(x.idleN.Load()) }
+
+// warm opens one HTTP/2 connection for the next flow when none is idle.
+func (x *xhttpClient) warm(ctx context.Context) (bool, error) {
+	if x.cfg.h1 {
+		return false, ErrNothingToWarm
+	}
+	if x.idleCount() > 0 {
+		return false, nil
+	}
+	c, err := x.connectH2(ctx)
+	if err != nil {
+		return false, err
+	}
+	x.put(c)
+	return true, nil
+}
+
+// close ends every connection with its flows and refuses later dials.
 func (x *xhttpClient) close() {
-	if x.h2 != nil {
-		x.h2.Close()
+	x.mu.Lock()
+	x.closed = true
+	conns := make([]*xhH2, 0, len(x.live))
+	for c := range x.live {
+		conns = append(conns, c)
+	}
+	x.mu.Unlock()
+	for _, c := range conns {
+		c.close()
 	}
 }
 
-// purge lets the shared connection go: its flows carry on.
+// purge closes the idle connections: the flows carry on, the next flow
+// connects afresh.
 func (x *xhttpClient) purge() {
-	if x.h2 != nil {
-		x.h2.Purge()
+	x.mu.Lock()
+	idle := x.idle
+	x.idle = nil
+	x.idleN.Store(0)
+	for _, c := range idle {
+		c.timer.Stop()
+	}
+	x.mu.Unlock()
+	for _, c := range idle {
+		c.close()
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"switchyard/spec"
 )
 
-// A flow on the HTTP/2 connection already up is a logical open: it passes
-// a full admission gate, while a dial that needs a new connection waits
-// for the gate within its deadline.
-func TestXHTTPFlowsOnAnEstablishedConnectionPassAFullGate(t *testing.T) {
+// A flow on an idle connection makes no connect, but its requests are its
+// handshake: it takes the dial's admission permit, waiting for a full gate
+// within its deadline, and counts as a pooled dial.
+func TestXHTTPIdleConnectionTakesThePermit(t *testing.T) {
 	s := newXHServer(t, nil)
 	o := xhOutbound(s.addr, spec.Transport{Mode: "stream-up"}, nil)
 	d := newDialer(t, o)
@@ -27,40 +27,43 @@ func TestXHTTPFlowsOnAnEstablishedConnectionPassAFullGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.Close()
+	xhEcho(t, first, 1000, 1000)
+	first.Close()
 
 	holder, hctx, hcancel := netx.Begin(context.Background(), adm, time.Minute)
-	defer hcancel()
 	if err := netx.Admit(hctx); err != nil {
 		t.Fatal(err)
 	}
-	defer holder.End()
+	e, ctx, cancel = netx.Begin(context.Background(), adm, 200*time.Millisecond)
+	_, err = d.Dial(ctx)
+	e.End()
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || e.Phase() != netx.PhaseAdmission {
+		t.Fatalf("a flow on an idle connection past a full gate: %v (phase %v)", err, e.Phase())
+	}
+	holder.End()
+	hcancel()
 
-	e, ctx, cancel = netx.Begin(context.Background(), adm, 2*time.Second)
+	e, ctx, cancel = netx.Begin(context.Background(), adm, 5*time.Second)
 	defer cancel()
 	c, err := d.Dial(ctx)
+	pooled := e.TakePooled()
 	e.End()
 	if err != nil {
-		t.Fatalf("a flow on the live connection waited for the full gate: %v", err)
+		t.Fatal(err)
 	}
 	defer c.Close()
 	xhEcho(t, c, 1000, 1000)
-	if st := adm.Stats(); st.InUse != 1 || st.Waiting != 0 {
-		t.Fatalf("admission %+v after a logical open", st)
+	if !pooled {
+		t.Error("a flow on an idle connection is not marked pooled")
 	}
-
-	fresh := newDialer(t, o)
-	e, ctx, cancel = netx.Begin(context.Background(), adm, 200*time.Millisecond)
-	defer cancel()
-	_, err = fresh.Dial(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) || e.Phase() != netx.PhaseAdmission {
-		t.Fatalf("a new connection past a full gate: %v (phase %v)", err, e.Phase())
+	if n := s.accepts.Load(); n != 1 {
+		t.Fatalf("%d connections, want the one reused", n)
 	}
 }
 
-// Purge lets the shared connection go: the flow on it carries on, the next
-// flow connects afresh; Warm brings the connection up before any flow.
-func TestXHTTPPurgeAndWarm(t *testing.T) {
+// Warm opens a connection before any flow, which the first flow takes.
+func TestXHTTPWarm(t *testing.T) {
 	s := newXHServer(t, nil)
 	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one"}, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -71,20 +74,19 @@ func TestXHTTPPurgeAndWarm(t *testing.T) {
 	if w := d.Warmth(); w.Kind != WarmSession || !w.Up {
 		t.Fatalf("warmth %+v after Warm", w)
 	}
-	old := dialCtx(t, d)
-	defer old.Close()
-	xhEcho(t, old, 1000, 1000)
+	if opened, err := d.Warm(ctx, true); err != nil || opened {
+		t.Fatalf("a second Warm with one connection idle: %v, %v", opened, err)
+	}
+	c := dialCtx(t, d)
+	defer c.Close()
+	xhEcho(t, c, 1000, 1000)
 	if n := s.accepts.Load(); n != 1 {
 		t.Fatalf("%d connections after Warm and a flow, want 1", n)
 	}
-	d.Purge()
-	fresh := dialCtx(t, d)
-	defer fresh.Close()
-	xhEcho(t, fresh, 1000, 1000)
-	xhEcho(t, old, 100_000, 10_000)
-	if n := s.accepts.Load(); n != 2 {
-		t.Fatalf("%d connections after a purge, want 2", n)
+	if w := d.Warmth(); w.Up {
+		t.Fatal("the warm connection is still idle while the flow holds it")
 	}
+	d.Cool()
 }
 
 // Every socket of a flow, the packet-up upload connection over HTTP/1.1

@@ -417,25 +417,62 @@ func TestXHTTPPadding(t *testing.T) {
 	}
 }
 
-// Flows over HTTP/2 share one connection; over HTTP/1.1 each takes its
-// own.
-func TestXHTTPSharesTheHTTP2Connection(t *testing.T) {
+// Over HTTP/2, as Xray's client by default, a connection carries one flow
+// at a time: concurrent flows have their own connections, and a flow after
+// another reuses the connection the other left.
+func TestXHTTPReusesConnections(t *testing.T) {
 	s := newXHServer(t, nil)
 	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one"}, nil))
+	for range 3 {
+		c := dialCtx(t, d)
+		xhEcho(t, c, 5000, 5000)
+		c.Close()
+	}
+	if n := s.accepts.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 flows one after the other, want 1", n)
+	}
 	var conns []net.Conn
 	for range 3 {
 		c := dialCtx(t, d)
 		xhEcho(t, c, 5000, 5000)
 		conns = append(conns, c)
 	}
+	if n := s.accepts.Load(); n != 3 {
+		t.Fatalf("%d connections for 3 flows at once, want 3", n)
+	}
 	for _, c := range conns {
 		c.Close()
 	}
-	if n := s.accepts.Load(); n != 1 {
-		t.Fatalf("%d connections for 3 flows over HTTP/2", n)
+	if w := d.Warmth(); w.Kind != WarmSession || !w.Up || d.xhttp.idleCount() != 3 {
+		t.Fatalf("warmth %+v, %d idle after every flow closed; want the 3 connections idle", w, d.xhttp.idleCount())
 	}
-	if st, ok := d.SlotState(); !ok || st.Holds != 0 {
-		t.Fatalf("slot state %+v, %v after every flow closed", st, ok)
+	d.Purge()
+	if d.xhttp.idleCount() != 0 {
+		t.Fatal("Purge kept idle connections")
+	}
+	c := dialCtx(t, d)
+	xhEcho(t, c, 5000, 5000)
+	c.Close()
+	if n := s.accepts.Load(); n != 4 {
+		t.Fatalf("%d connections after a purge and a flow, want 4", n)
+	}
+}
+
+// A connection serves a bounded number of requests, then the next flow
+// connects afresh.
+func TestXHTTPReuseBound(t *testing.T) {
+	defer func(r [2]int64) { xhReuseRequests = r }(xhReuseRequests)
+	xhReuseRequests = [2]int64{3, 3}
+	s := newXHServer(t, nil)
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up"}, nil))
+	for range 3 {
+		c := dialCtx(t, d)
+		xhEcho(t, c, 100, 100)
+		c.Close()
+	}
+	// stream-up takes 2 requests: a flow, then another past the bound.
+	if n := s.accepts.Load(); n != 2 {
+		t.Fatalf("%d connections for 3 flows of 2 requests each at 3 a connection, want 2", n)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,9 @@ type xhConn struct {
 	x       *xhttpClient
 	cc      *http.ClientConn
 	raw     net.Conn // the connection under cc, for its addresses
+	// requests counts the requests on cc (HTTP/2: its reuse bound); nil
+	// over HTTP/1.1.
+	requests *atomic.Int64
 	session string
 	ctx     context.Context // the flow's requests run under it
 	cancel  context.CancelFunc
@@ -46,8 +50,8 @@ type xhConn struct {
 	// release gives back the flow's hold on its connection, once.
 	release   func()
 	closeOnce sync.Once
-	// adopt, on a flow of a speculative dial's own connection, offers that
-	// connection to the shared slot (Commit); nil otherwise.
+	// adopt, on a flow of a speculative dial, lets its connection serve
+	// the flows after it (Commit); nil otherwise.
 	adopt func()
 	// upload (packet-up over HTTP/1.1): the flow's upload connection,
 	// the uploader goroutine's alone.
@@ -56,9 +60,9 @@ type xhConn struct {
 
 // openXHConn sends the flow's first requests on cc and returns once the
 // download's response headers arrived, under ctx.
-func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, release func()) (*xhConn, error) {
+func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, release func()) (*xhConn, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &xhConn{x: x, cc: cc, raw: raw, ctx: fctx, cancel: cancel, release: release,
+	c := &xhConn{x: x, cc: cc, raw: raw, requests: requests, ctx: fctx, cancel: cancel, release: release,
 		down: newXHPipe(xhDownBuffer), up: newXHPipe(xhUpBuffer)}
 	cfg := x.cfg
 	fail := func(err error) (*xhConn, error) {
@@ -90,7 +94,7 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 		go c.streamUp(req)
 		return c, nil
 	}
-	c.up = newXHPipe(2 * cfg.maxPost)
+	c.up = newXHPipe(cfg.maxPost)
 	c.wg.Add(1)
 	go c.packetUp()
 	return c, nil
@@ -104,6 +108,7 @@ func (c *xhConn) roundTrip(ctx context.Context, cc *http.ClientConn, req *http.R
 		err  error
 	}
 	ch := make(chan result, 1)
+	c.count()
 	go func() {
 		resp, err := cc.RoundTrip(req)
 		ch <- result{resp, err}
@@ -167,6 +172,7 @@ func (c *xhConn) pump(body io.ReadCloser) {
 // and dropped (Xray's server may pad it) until the upload ends.
 func (c *xhConn) streamUp(req *http.Request) {
 	defer c.wg.Done()
+	c.count()
 	resp, err := c.cc.RoundTrip(req)
 	if err == nil {
 		err = checkXHResponse(resp)
@@ -294,6 +300,9 @@ func (c *xhConn) post(cc *http.ClientConn, sub string, b []byte, written chan st
 	once := new(sync.Once)
 	req.Body = xhPostBody{r: bytes.NewReader(b), written: written, once: once}
 	req.ContentLength = int64(len(b))
+	if cc == c.cc {
+		c.count()
+	}
 	resp, err := cc.RoundTrip(req)
 	once.Do(func() { close(written) })
 	if err != nil {
@@ -331,8 +340,15 @@ func (c *xhConn) postH1(sub string, b []byte) error {
 	}
 }
 
-// Commit (netx.Committer) puts the connection of a speculative dial's flow
-// in service, when the slot has none.
+// count counts one request on the flow's connection.
+func (c *xhConn) count() {
+	if c.requests != nil {
+		c.requests.Add(1)
+	}
+}
+
+// Commit (netx.Committer) lets the connection of a speculative dial's flow
+// serve the flows after it; uncommitted, it closes with the flow.
 func (c *xhConn) Commit(context.Context) {
 	if c.adopt != nil {
 		c.adopt()
