@@ -34,18 +34,18 @@ var errXHClosed = errors.New("xhttp: the flow is closed")
 // on goroutines of the flow's own. Close ends every request of the flow and
 // waits for its goroutines.
 type xhConn struct {
-	x       *xhttpClient
-	cc      *http.ClientConn
-	raw     net.Conn // the connection under cc, for its addresses
+	x   *xhttpClient
+	cc  *http.ClientConn
+	raw net.Conn // the connection under cc, for its addresses
 	// requests counts the requests on cc (HTTP/2: its reuse bound); nil
 	// over HTTP/1.1.
 	requests *atomic.Int64
-	session string
-	ctx     context.Context // the flow's requests run under it
-	cancel  context.CancelFunc
-	down    *xhPipe
-	up      *xhPipe
-	wg      sync.WaitGroup
+	session  string
+	ctx      context.Context // the flow's requests run under it
+	cancel   context.CancelFunc
+	down     *xhPipe
+	up       *xhPipe
+	wg       sync.WaitGroup
 
 	// release gives back the flow's hold on its connection, once.
 	release   func()
