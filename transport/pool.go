@@ -19,7 +19,8 @@ const (
 	// connection with its own HTTP handshake).
 	WarmNone WarmKind = iota
 	// WarmPool: bare server connections, connected and with TLS completed,
-	// any of which a flow's protocol handshake can start on (plain TCP).
+	// any of which a flow's protocol handshake can start on (plain TCP;
+	// XHTTP's idle HTTP/2 connections).
 	WarmPool
 	// WarmSession: one shared session flows open streams on (gRPC's
 	// HTTP/2 connection).
@@ -143,7 +144,9 @@ func (d *Dialer) Warmth() Warmth {
 	case d.grpc != nil:
 		return Warmth{Kind: WarmSession, Up: d.grpc.slot.State().Phase == slot.Up}
 	case d.xhttp != nil && !d.xhttp.cfg.h1:
-		return Warmth{Kind: WarmSession, Up: d.xhttp.idleCount() > 0}
+		// Idle XHTTP connections are a pool: a flow takes one and starts
+		// its requests on it.
+		return Warmth{Kind: WarmPool, Pooled: d.xhttp.idleCount(), IdleBound: xhttpIdle}
 	}
 	return Warmth{}
 }

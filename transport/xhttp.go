@@ -390,9 +390,9 @@ func (x *xhttpClient) put(c *xhH2) {
 
 // dial opens a flow: the session's requests, returning once the download's
 // response headers arrived (a server that does not answer fails the dial
-// under its deadline). Over HTTP/2 it takes an idle connection when there
-// is one: no physical connect, but the flow's requests are its handshake,
-// so it takes the dial's admission permit.
+// under its deadline). Over HTTP/2 a flow's dial takes an idle connection
+// when there is one: no physical connect, but the flow's requests are its
+// handshake, so it takes the dial's admission permit.
 func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 	if x.cfg.h1 {
 		cc, raw, err := x.newConn(ctx)
@@ -408,7 +408,10 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	for {
+	// A dial outside an establishment (a health probe, a delay test)
+	// connects afresh: it measures the path, and leaves the idle
+	// connections to flows.
+	for netx.Establishing(ctx) {
 		c := x.takeIdle()
 		if c == nil {
 			break

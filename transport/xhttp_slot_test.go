@@ -71,19 +71,19 @@ func TestXHTTPWarm(t *testing.T) {
 	if opened, err := d.Warm(ctx, false); err != nil || !opened {
 		t.Fatalf("Warm: %v, %v", opened, err)
 	}
-	if w := d.Warmth(); w.Kind != WarmSession || !w.Up {
+	if w := d.Warmth(); w.Kind != WarmPool || w.Pooled != 1 {
 		t.Fatalf("warmth %+v after Warm", w)
 	}
 	if opened, err := d.Warm(ctx, true); err != nil || opened {
 		t.Fatalf("a second Warm with one connection idle: %v, %v", opened, err)
 	}
-	c := dialCtx(t, d)
+	c := xhFlow(t, d)
 	defer c.Close()
 	xhEcho(t, c, 1000, 1000)
 	if n := s.accepts.Load(); n != 1 {
 		t.Fatalf("%d connections after Warm and a flow, want 1", n)
 	}
-	if w := d.Warmth(); w.Up {
+	if w := d.Warmth(); w.Pooled != 0 {
 		t.Fatal("the warm connection is still idle while the flow holds it")
 	}
 	d.Cool()

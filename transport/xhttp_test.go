@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/netx"
 	"switchyard/spec"
 )
 
@@ -273,6 +274,20 @@ func xhEcho(t *testing.T, c net.Conn, n, chunk int) {
 	}
 }
 
+// xhFlow dials a flow as the outbounds do, under an establishment (which
+// an idle connection serves).
+func xhFlow(t *testing.T, d *Dialer) net.Conn {
+	t.Helper()
+	e, ctx, cancel := netx.Begin(context.Background(), nil, 5*time.Second)
+	defer cancel()
+	defer e.End()
+	c, err := d.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestXHTTPModesEcho(t *testing.T) {
 	p := newPKI(t)
 	for _, c := range []struct {
@@ -424,7 +439,7 @@ func TestXHTTPReusesConnections(t *testing.T) {
 	s := newXHServer(t, nil)
 	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one"}, nil))
 	for range 3 {
-		c := dialCtx(t, d)
+		c := xhFlow(t, d)
 		xhEcho(t, c, 5000, 5000)
 		c.Close()
 	}
@@ -433,7 +448,7 @@ func TestXHTTPReusesConnections(t *testing.T) {
 	}
 	var conns []net.Conn
 	for range 3 {
-		c := dialCtx(t, d)
+		c := xhFlow(t, d)
 		xhEcho(t, c, 5000, 5000)
 		conns = append(conns, c)
 	}
@@ -443,18 +458,25 @@ func TestXHTTPReusesConnections(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	if w := d.Warmth(); w.Kind != WarmSession || !w.Up || d.xhttp.idleCount() != 3 {
-		t.Fatalf("warmth %+v, %d idle after every flow closed; want the 3 connections idle", w, d.xhttp.idleCount())
+	if w := d.Warmth(); w.Kind != WarmPool || w.Pooled != 3 {
+		t.Fatalf("warmth %+v after every flow closed; want the 3 connections idle", w)
 	}
 	d.Purge()
 	if d.xhttp.idleCount() != 0 {
 		t.Fatal("Purge kept idle connections")
 	}
-	c := dialCtx(t, d)
+	c := xhFlow(t, d)
 	xhEcho(t, c, 5000, 5000)
 	c.Close()
 	if n := s.accepts.Load(); n != 4 {
 		t.Fatalf("%d connections after a purge and a flow, want 4", n)
+	}
+	// A dial outside an establishment (a health probe) measures the path:
+	// it connects afresh and leaves the idle connection to flows.
+	probe := dialCtx(t, d)
+	probe.Close()
+	if n := s.accepts.Load(); n != 5 {
+		t.Fatalf("%d connections after a probe, want 5", n)
 	}
 }
 
@@ -466,7 +488,7 @@ func TestXHTTPReuseBound(t *testing.T) {
 	s := newXHServer(t, nil)
 	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up"}, nil))
 	for range 3 {
-		c := dialCtx(t, d)
+		c := xhFlow(t, d)
 		xhEcho(t, c, 100, 100)
 		c.Close()
 	}
