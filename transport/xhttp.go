@@ -440,10 +440,12 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 // it otherwise.
 func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
 	netx.Mark(ctx, netx.PhaseTransport)
-	var keep atomic.Bool
+	var keep, opened atomic.Bool
 	speculative := netx.Speculative(ctx)
+	// A connection whose flow failed to open (a silent or refusing
+	// server) is not kept.
 	release := func() {
-		if speculative && !keep.Load() {
+		if !opened.Load() || speculative && !keep.Load() {
 			c.close()
 			return
 		}
@@ -453,6 +455,7 @@ func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	opened.Store(true)
 	if speculative {
 		conn.adopt = func() { keep.Store(true) }
 	}
