@@ -530,6 +530,9 @@ func TestXHTTPSilentServer(t *testing.T) {
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("the dial failed after %v, past its 300ms deadline", took)
 			}
+			if n := d.xhttp.idleCount(); n != 0 {
+				t.Fatalf("%d connections to the silent server kept idle", n)
+			}
 		})
 	}
 }
