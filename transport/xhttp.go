@@ -202,6 +202,9 @@ const (
 	xhttpIdle = 60 * time.Second
 	// xhIdleMax bounds the idle HTTP/2 connections kept.
 	xhIdleMax = 32
+	// xhIdleTries bounds the idle connections one dial tries before it
+	// connects afresh.
+	xhIdleTries = 2
 )
 
 // A connection's reuse bounds, each drawn once per connection (Xray's
@@ -411,7 +414,7 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 	// A dial outside an establishment (a health probe, a delay test)
 	// connects afresh: it measures the path, and leaves the idle
 	// connections to flows.
-	for netx.Establishing(ctx) {
+	for try := 0; try < xhIdleTries && netx.Establishing(ctx); try++ {
 		c := x.takeIdle()
 		if c == nil {
 			break
@@ -425,8 +428,8 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 		if err == nil || ctx.Err() != nil {
 			return conn, err
 		}
-		// The server let the connection go meanwhile: the next one, or a
-		// new one.
+		// The server may have let the connection go meanwhile: the next
+		// one, or a new one.
 	}
 	c, err := x.connectH2(ctx)
 	if err != nil {
