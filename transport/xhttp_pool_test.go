@@ -107,3 +107,26 @@ func TestXHTTPSocketsUnderThePolicy(t *testing.T) {
 		t.Fatalf("%d sockets under the policy, %d accepted by the server; want 2 of each (download and upload)", n, accepted)
 	}
 }
+
+// An idle connection that broke meanwhile does not fail the next flow: the
+// dial goes on to a fresh connection.
+func TestXHTTPBrokenIdleConnection(t *testing.T) {
+	s := newXHServer(t, nil)
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one"}, nil))
+	c := xhFlow(t, d)
+	xhEcho(t, c, 1000, 1000)
+	c.Close()
+	d.xhttp.mu.Lock()
+	if len(d.xhttp.idle) != 1 {
+		d.xhttp.mu.Unlock()
+		t.Fatalf("%d idle connections after a flow, want 1", len(d.xhttp.idle))
+	}
+	d.xhttp.idle[0].raw.Close()
+	d.xhttp.mu.Unlock()
+	c = xhFlow(t, d)
+	defer c.Close()
+	xhEcho(t, c, 1000, 1000)
+	if n := s.accepts.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the broken one and a fresh one)", n)
+	}
+}
