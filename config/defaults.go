@@ -230,6 +230,7 @@ var (
 		"ws":          {"path", "host", "headers", "max_early_data", "early_data_header"},
 		"httpupgrade": {"path", "host"},
 		"grpc":        {"service_name", "authority", "mode"},
+		"xhttp":       {"path", "host", "headers", "mode", "x_padding_bytes", "sc_max_each_post_bytes", "sc_min_posts_interval_ms"},
 	}
 
 	// transportALPN is the one ALPN protocol a transport runs on under TLS:
@@ -277,5 +278,5 @@ var (
 
 	// The accepted VLESS flows: the plain one and Vision.
 	vlessFlows     = []string{"", "xtls-rprx-vision"}
-	transportTypes = []string{"tcp", "ws", "grpc", "httpupgrade"}
+	transportTypes = []string{"tcp", "ws", "grpc", "httpupgrade", "xhttp"}
 )

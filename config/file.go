@@ -148,6 +148,11 @@ type fileTransport struct {
 	ServiceName *string `toml:"service_name"`
 	Authority   *string `toml:"authority"`
 	Mode        *string `toml:"mode"`
+
+	// xhttp (with path, host, headers and mode)
+	XPaddingBytes        *string `toml:"x_padding_bytes"`
+	ScMaxEachPostBytes   *int64  `toml:"sc_max_each_post_bytes"`
+	ScMinPostsIntervalMs *int64  `toml:"sc_min_posts_interval_ms"`
 }
 
 type fileObfs struct {

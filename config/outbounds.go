@@ -116,9 +116,9 @@ func (l *lowerer) foreignKeys(key, typ string, f *fileOutbound) {
 }
 
 // aType writes an outbound or transport type with its article: "a socks",
-// "an http", "an httpupgrade".
+// "an http", "an httpupgrade", "an xhttp".
 func aType(typ string) string {
-	if strings.HasPrefix(typ, "http") {
+	if strings.HasPrefix(typ, "http") || typ == "xhttp" {
 		return "an " + typ
 	}
 	return article(typ)

@@ -63,6 +63,8 @@ func (l *lowerer) transport(key string, f *fileTransport, tlsTable *spec.TLS, ho
 		t.ServiceName = l.serviceName(key+".service_name", f.ServiceName)
 		t.Authority = l.httpHost(key+".authority", f.Authority, defaultHost)
 		t.Mode = l.enum(key+".mode", f.Mode, defaultGRPCMode, grpcModes)
+	case "xhttp":
+		l.xhttp(key, f, &t, tlsTable, defaultHost)
 	}
 	return t
 }

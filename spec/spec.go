@@ -181,12 +181,12 @@ type Obfs struct {
 // Transport is the stream under a proxy client. Type "" and "tcp" are the
 // plain TCP connection.
 type Transport struct {
-	Type string // tcp | ws | grpc | httpupgrade
+	Type string // tcp | ws | grpc | httpupgrade | xhttp
 
-	// ws and httpupgrade
+	// ws, httpupgrade and xhttp
 	Path    string
 	Host    string            // defaults to tls.server_name, else the server's host
-	Headers map[string]string // ws: extra request headers
+	Headers map[string]string // ws, xhttp: extra request headers
 	// ws early data: the first MaxEarlyData bytes of the flow ride in the
 	// handshake, in EarlyDataHeader (default Sec-WebSocket-Protocol).
 	MaxEarlyData    int
@@ -195,7 +195,14 @@ type Transport struct {
 	// grpc
 	ServiceName string
 	Authority   string // defaults to tls.server_name, else the server's host
-	Mode        string // gun | multi
+	Mode        string // grpc: gun | multi; xhttp: auto | stream-one | stream-up | packet-up
+
+	// xhttp: the x_padding of every request is XPaddingMin..XPaddingMax
+	// bytes; a packet-up POST carries at most MaxEachPostBytes and follows
+	// the one before by MinPostsInterval or more.
+	XPaddingMin, XPaddingMax int
+	MaxEachPostBytes         int
+	MinPostsInterval         time.Duration
 }
 
 // TLS is the TLS layer over a proxy client's transport.

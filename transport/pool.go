@@ -19,7 +19,8 @@ const (
 	// connection with its own HTTP handshake).
 	WarmNone WarmKind = iota
 	// WarmPool: bare server connections, connected and with TLS completed,
-	// any of which a flow's protocol handshake can start on (plain TCP).
+	// any of which a flow's protocol handshake can start on (plain TCP;
+	// XHTTP's idle HTTP/2 connections).
 	WarmPool
 	// WarmSession: one shared session flows open streams on (gRPC's
 	// HTTP/2 connection).
@@ -113,6 +114,8 @@ func (d *Dialer) Warm(ctx context.Context, keep bool) (opened bool, err error) {
 		}
 		r.Release()
 		return r.Gen != before, nil
+	case d.xhttp != nil && !d.xhttp.cfg.h1:
+		return d.xhttp.warm(ctx)
 	}
 	return false, ErrNothingToWarm
 }
@@ -127,6 +130,9 @@ func (d *Dialer) Cool() {
 	if d.grpc != nil && d.grpc.slot.State().Holds == 0 {
 		d.grpc.purge()
 	}
+	if d.xhttp != nil {
+		d.xhttp.purge()
+	}
 }
 
 // Warmth reads what the dialer keeps warm now.
@@ -137,6 +143,10 @@ func (d *Dialer) Warmth() Warmth {
 		return Warmth{Kind: WarmPool, Pooled: st.Idle, IdleBound: st.IdleBound, Learning: st.Learning}
 	case d.grpc != nil:
 		return Warmth{Kind: WarmSession, Up: d.grpc.slot.State().Phase == slot.Up}
+	case d.xhttp != nil && !d.xhttp.cfg.h1:
+		// Idle XHTTP connections are a pool: a flow takes one and starts
+		// its requests on it.
+		return Warmth{Kind: WarmPool, Pooled: d.xhttp.idleCount(), IdleBound: xhttpIdle}
 	}
 	return Warmth{}
 }

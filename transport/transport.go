@@ -2,7 +2,8 @@
 // proxy server, connects under the socket policy, sets the proxy keepalive
 // schedule, layers TLS when the outbound has a tls table (the Go stack, or a
 // browser-shaped ClientHello with a fingerprint), and then the transport:
-// plain TCP, WebSocket (with early data), HTTP upgrade, or gRPC over HTTP/2.
+// plain TCP, WebSocket (with early data), HTTP upgrade, gRPC over HTTP/2, or
+// XHTTP over HTTP/2 or HTTP/1.1.
 package transport
 
 import (
@@ -52,6 +53,7 @@ type Dialer struct {
 	ws      *wsConfig      // type ws
 	upgrade *upgradeConfig // type httpupgrade
 	grpc    *grpcPool      // type grpc
+	xhttp   *xhttpClient   // type xhttp
 	// pool keeps bare server connections (connected, TLS completed) for
 	// the next dials: plain TCP transports only, whose stream is the
 	// connection itself (pool.go).
@@ -124,6 +126,17 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		}
 		d.grpc = newGRPCPool(d, cfg)
 		alpn = []string{"h2"}
+	case "xhttp":
+		var tlsALPN []string
+		if o.TLS != nil {
+			tlsALPN = o.TLS.ALPN
+		}
+		cfg, err := newXHTTPConfig(t, host, o.TLS != nil, tlsALPN)
+		if err != nil {
+			return nil, err
+		}
+		d.xhttp = newXHTTPClient(d, cfg, opts.ConnectTimeout)
+		alpn = cfg.alpn()
 	default:
 		return nil, fmt.Errorf("unknown transport type %q", t.Type)
 	}
@@ -133,13 +146,13 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		}
 	}
 	if opts.Beneath {
-		if d.tls == nil || d.ws != nil || d.upgrade != nil || d.grpc != nil {
+		if d.tls == nil || d.ws != nil || d.upgrade != nil || d.grpc != nil || d.xhttp != nil {
 			return nil, errors.New("transport: stepping down to the TCP conn under TLS needs a tls table and the tcp transport")
 		}
 		d.beneath = true
 		d.tls.fullRecords()
 	}
-	if d.ws == nil && d.upgrade == nil && d.grpc == nil {
+	if d.ws == nil && d.upgrade == nil && d.grpc == nil && d.xhttp == nil {
 		d.pool = newPool(d, opts.ConnectTimeout)
 	}
 	return d, nil
@@ -158,6 +171,9 @@ func (d *Dialer) Dial(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		return c, nil
+	}
+	if d.xhttp != nil {
+		return d.xhttp.dial(ctx)
 	}
 	if d.pool != nil {
 		return d.fromPool(ctx)
@@ -192,6 +208,9 @@ func (d *Dialer) Close() error {
 	if d.grpc != nil {
 		d.grpc.close()
 	}
+	if d.xhttp != nil {
+		d.xhttp.close()
+	}
 	if d.pool != nil {
 		d.pool.Close()
 	}
@@ -205,6 +224,9 @@ func (d *Dialer) Close() error {
 func (d *Dialer) Purge() {
 	if d.grpc != nil {
 		d.grpc.purge()
+	}
+	if d.xhttp != nil {
+		d.xhttp.purge()
 	}
 	if d.pool != nil {
 		d.pool.Purge()

@@ -18,6 +18,8 @@
 #              a few buffers and the flow stays inside REALITY's TLS
 #   vmess      VMess, security aes-128-gcm, over TCP
 #   trojan     Trojan over TLS
+#   vless-xhttp  VLESS over XHTTP (mode auto: packet-up) over TLS, HTTP/2; no
+#              sing-box client: sing-box has no XHTTP
 #   ss         Shadowsocks 2022-blake3-aes-128-gcm over TCP
 #   hysteria2  Hysteria 2 over QUIC (TCP flows only)
 #   wireguard  WireGuard over UDP, userspace stacks on every side (TCP flows
@@ -27,7 +29,7 @@
 #              pinned sing-box is built without with_wireguard
 #
 # Environment:
-#   BENCH_CASES    which cases, in order (default "vless vless-reality vmess trojan ss hysteria2 wireguard")
+#   BENCH_CASES    which cases, in order (default "vless vless-reality vmess trojan ss hysteria2 wireguard vless-xhttp")
 #   BENCH_CLIENTS  which clients run beside switchyard, in order, at most two
 #                  (default "xray sing-box"; one alone gives the two-column
 #                  table); "base" is another switchyard binary,
@@ -255,6 +257,16 @@ uuid = \"$uuid\"
 flow = \"xtls-rprx-vision\"
 tls = { reality = { public_key = \"$reality_pub\", short_id = \"6ba85179e30d4fc2\", server_name = \"$host\", fingerprint = \"chrome\" } }"
 		;;
+	vless-xhttp)
+		label="vless over xhttp (auto: packet-up) over tls"
+		server_inbound="\"protocol\":\"vless\",\"settings\":{\"clients\":[{\"id\":\"$uuid\"}],\"decryption\":\"none\"},\"streamSettings\":{\"network\":\"xhttp\",\"xhttpSettings\":{\"path\":\"/xh\",\"mode\":\"auto\"},\"security\":\"tls\",$server_tls}"
+		client_outbound="{\"protocol\":\"vless\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"encryption\":\"none\"}]}]},\"streamSettings\":{\"network\":\"xhttp\",\"xhttpSettings\":{\"path\":\"/xh\",\"mode\":\"auto\"},\"security\":\"tls\",$client_tls}}"
+		sy_outbound="type = \"vless\"
+server = \"127.0.0.1:$port\"
+uuid = \"$uuid\"
+transport = { type = \"xhttp\", path = \"/xh\", mode = \"auto\" }
+$sy_tls"
+		;;
 	wireguard)
 		# One server peer per client, each with its own key and tunnel
 		# address: two clients sharing a key would roam the one peer's
@@ -289,12 +301,12 @@ echo "switchyard: $("$work/switchyard" version 2>&1 | head -n1)"
 echo "xray: $("$xray" version 2>&1 | head -n1)"
 echo "sing-box: $("$singbox" version 2>&1 | head -n1)"
 status=0
-read -r -a cases <<<"${BENCH_CASES:-vless vless-reality vmess trojan ss hysteria2 wireguard}"
+read -r -a cases <<<"${BENCH_CASES:-vless vless-reality vmess trojan ss hysteria2 wireguard vless-xhttp}"
 for c in "${cases[@]}"; do
 	case "$c" in
-	vless | vless-reality | vmess | trojan | ss | hysteria2 | wireguard) ;;
+	vless | vless-reality | vmess | trojan | ss | hysteria2 | wireguard | vless-xhttp) ;;
 	*)
-		echo "run.sh: unknown case $c (want vless, vless-reality, vmess, trojan, ss, hysteria2 or wireguard)" >&2
+		echo "run.sh: unknown case $c (want vless, vless-reality, vmess, trojan, ss, hysteria2, wireguard or vless-xhttp)" >&2
 		exit 2
 		;;
 	esac
@@ -366,7 +378,7 @@ EOF
 			;;
 		sing-box)
 			if [ -z "$sb_outbound" ]; then
-				echo "run.sh: $c: no sing-box client (the pinned sing-box is built without with_wireguard)" >&2
+				echo "run.sh: $c: no sing-box client (the pinned sing-box is built without with_wireguard; sing-box has no XHTTP)" >&2
 				continue
 			fi
 			sb_port=$(free_port)

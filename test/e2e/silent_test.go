@@ -96,6 +96,9 @@ func silentOutbounds(tcp, udp string) (config string, ports map[string]int) {
 		{"vmess-httpupgrade", `type = "vmess"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "httpupgrade", path = "/up" }`},
 		{"vmess-grpc-h2c", `type = "vmess"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "grpc", service_name = "g" }`},
 		{"vless-grpc", `type = "vless"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "grpc", service_name = "g" }` + "\n" + tls},
+		{"vless-xhttp", `type = "vless"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "xhttp", mode = "stream-one" }`},
+		{"trojan-xhttp-tls", `type = "trojan"` + "\n" + `server = "` + tcp + `"` + "\n" + `password = "p"` + "\n" + `transport = { type = "xhttp", mode = "packet-up" }` + "\n" + tls},
+		{"vmess-xhttp-h1", `type = "vmess"` + "\n" + `server = "` + tcp + `"` + "\n" + `uuid = "` + uuid + `"` + "\n" + `transport = { type = "xhttp", mode = "packet-up" }`},
 		{"ss-ws", `type = "shadowsocks"` + "\n" + `server = "` + tcp + `"` + "\n" + `method = "aes-128-gcm"` + "\n" + `password = "p"` + "\n" + `transport = { type = "ws", path = "/ss" }`},
 		{"hysteria2", `type = "hysteria2"` + "\n" + `server = "` + udp + `"` + "\n" + `password = "p"` + "\n" + `tls = { server_name = "silent.test", verify = "insecure" }`},
 		{"wireguard", `type = "wireguard"` + "\n" + `endpoint = "` + udp + `"` + "\n" + `private_key = "` + key32() + `"` + "\n" + `peer_public_key = "` + key32() + `"` + "\n" + `addresses = ["10.7.0.2/32"]`},
@@ -193,7 +196,7 @@ final = "direct"
 	before, _ := p.stats()
 	round()
 
-	for _, tag := range []string{"socks", "http", "socks-tls", "trojan-tls", "vless-utls", "vless-ws", "vmess-httpupgrade", "vmess-grpc-h2c", "vless-grpc", "ss-ws"} {
+	for _, tag := range []string{"socks", "http", "socks-tls", "trojan-tls", "vless-utls", "vless-ws", "vmess-httpupgrade", "vmess-grpc-h2c", "vless-grpc", "ss-ws", "vless-xhttp", "trojan-xhttp-tls", "vmess-xhttp-h1"} {
 		p.waitLog(`outbound=`+tag+`@v1`, 2, 5*time.Second)
 	}
 	logs := p.logs.String()

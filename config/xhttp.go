@@ -1,0 +1,157 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"switchyard/spec"
+)
+
+// The xhttp transport's defaults and bounds, as Xray's client has them.
+const (
+	defaultXHTTPMode = "auto"
+	// The x_padding of every request: 100..1000 bytes by default. The
+	// server refuses a request without one, and one outside its own range.
+	defaultXPaddingMin = 100
+	defaultXPaddingMax = 1000
+	// maxXPadding keeps the padding, carried in the Referer, well inside
+	// the 8 KiB request head Xray's server takes by default.
+	maxXPadding = 4096
+	// defaultMaxEachPostBytes and maxMaxEachPostBytes bound the payload of
+	// one packet-up POST; the server refuses one over its own bound.
+	defaultMaxEachPostBytes = 1_000_000
+	maxMaxEachPostBytes     = 16 << 20
+	// defaultMinPostsIntervalMs is the least time between two packet-up
+	// POSTs of a flow.
+	defaultMinPostsIntervalMs = 30
+	maxMinPostsIntervalMs     = 10_000
+)
+
+var (
+	xhttpModes = []string{"auto", "stream-one", "stream-up", "packet-up"}
+	// xhttpRequestHeaders are the request headers the transport writes
+	// itself (lowercase); headers cannot set them.
+	xhttpRequestHeaders = []string{"host", "referer", "content-length", "content-type", "transfer-encoding", "connection", "te"}
+)
+
+// xhttp lowers the keys of an xhttp transport into t. tlsTable, when the
+// client has one, gets the ALPN of the HTTP version the transport runs on:
+// h2 unless alpn is written as ["http/1.1"], which only packet-up can use.
+func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTable *spec.TLS, defaultHost string) {
+	t.Path = l.xhttpPath(key+".path", f.Path)
+	t.Host = l.httpHost(key+".host", f.Host, defaultHost)
+	t.Headers = l.xhttpHeaders(key+".headers", f.Headers)
+	t.Mode = l.enum(key+".mode", f.Mode, defaultXHTTPMode, xhttpModes)
+	t.XPaddingMin, t.XPaddingMax = l.xPadding(key+".x_padding_bytes", f.XPaddingBytes)
+	packetUp := t.Mode == "packet-up" || t.Mode == "auto"
+
+	t.MaxEachPostBytes = defaultMaxEachPostBytes
+	if n := f.ScMaxEachPostBytes; n != nil {
+		switch {
+		case !packetUp:
+			l.errorf(key+".sc_max_each_post_bytes", "only packet-up sends POSTs of a bounded size; mode %q streams its upload", t.Mode)
+		case *n < 1 || *n > maxMaxEachPostBytes:
+			l.errorf(key+".sc_max_each_post_bytes", "%d is out of range 1..%d", *n, maxMaxEachPostBytes)
+		default:
+			t.MaxEachPostBytes = int(*n)
+		}
+	}
+	t.MinPostsInterval = defaultMinPostsIntervalMs * time.Millisecond
+	if n := f.ScMinPostsIntervalMs; n != nil {
+		switch {
+		case !packetUp:
+			l.errorf(key+".sc_min_posts_interval_ms", "only packet-up spaces its POSTs; mode %q streams its upload", t.Mode)
+		case *n < 0 || *n > maxMinPostsIntervalMs:
+			l.errorf(key+".sc_min_posts_interval_ms", "%d is out of range 0..%d", *n, maxMinPostsIntervalMs)
+		default:
+			t.MinPostsInterval = time.Duration(*n) * time.Millisecond
+		}
+	}
+
+	if tlsTable == nil {
+		return
+	}
+	switch {
+	case len(tlsTable.ALPN) == 0:
+		tlsTable.ALPN = []string{"h2"}
+	case slices.Equal(tlsTable.ALPN, []string{"h2"}):
+	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}) && packetUp:
+	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}):
+		l.errorf(key+".mode", `mode %q needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`, t.Mode)
+	default:
+		l.errorf(strings.TrimSuffix(key, ".transport")+".tls.alpn", `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1 (alpn ["http/1.1"])`)
+	}
+}
+
+// xhttpPath lowers the request path of an xhttp transport: it starts with
+// "/" and may carry a query, which every request keeps.
+func (l *lowerer) xhttpPath(key string, v *string) string {
+	if v == nil {
+		return defaultHTTPPath
+	}
+	p := *v
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		l.errorf(key, "%q must start with \"/\"", p)
+		return defaultHTTPPath
+	case strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '#' }):
+		l.errorf(key, "%q: a request path is printable ASCII without spaces or \"#\" (percent-encode the rest)", p)
+		return defaultHTTPPath
+	}
+	return p
+}
+
+// xhttpHeaders lowers the extra request headers of an xhttp transport; nil
+// when there are none.
+func (l *lowerer) xhttpHeaders(key string, m map[string]string) map[string]string {
+	var out map[string]string
+	seen := map[string]string{} // lowercase name -> the name written
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		hkey := key + "." + quoteKey(name)
+		lower := strings.ToLower(name)
+		switch {
+		case !validHeaderName(name):
+			l.errorf(hkey, "%q is not an HTTP header name", name)
+		case !validHeaderValue(m[name]):
+			l.errorf(hkey, "a header value cannot hold control characters (CR, LF, NUL...)")
+		case lower == "host":
+			l.errorf(hkey, "set the transport's host key instead of a Host header")
+		case slices.Contains(xhttpRequestHeaders, lower):
+			l.errorf(hkey, "%s is written by the xhttp transport itself", name)
+		case seen[lower] != "":
+			l.errorf(hkey, "header %q is set twice (as %q too; header names are case-insensitive)", name, seen[lower])
+		default:
+			seen[lower] = name
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = m[name]
+		}
+	}
+	return out
+}
+
+// xPadding lowers x_padding_bytes: "N" or "MIN-MAX", 1..maxXPadding.
+func (l *lowerer) xPadding(key string, v *string) (lo, hi int) {
+	if v == nil {
+		return defaultXPaddingMin, defaultXPaddingMax
+	}
+	a, b, isRange := strings.Cut(strings.TrimSpace(*v), "-")
+	if !isRange {
+		b = a
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case err1 != nil || err2 != nil:
+		l.errorf(key, `%q is not a byte count or a range "MIN-MAX"`, *v)
+	case lo < 1 || hi > maxXPadding || lo > hi:
+		l.errorf(key, "%q: the padding is 1..%d bytes, MIN no more than MAX (the server refuses a request without padding)", *v, maxXPadding)
+	default:
+		return lo, hi
+	}
+	return defaultXPaddingMin, defaultXPaddingMax
+}

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"switchyard/spec"
+)
+
+func TestXHTTPLowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "plain"
+type = "vless"
+server = "example.com:80"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp" }
+[[outbounds]]
+tag = "all"
+type = "vmess"
+server = "192.0.2.1:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", path = "/x?k=v", host = "cdn.example", headers = { "X-Forwarded-For" = "1.2.3.4" }, mode = "packet-up", x_padding_bytes = "10-20", sc_max_each_post_bytes = 50000, sc_min_posts_interval_ms = 0 }
+tls = { server_name = "front.example", alpn = ["http/1.1"] }
+[[outbounds]]
+tag = "one"
+type = "trojan"
+server = "t.example:443"
+password = "p"
+transport = { type = "xhttp", mode = "stream-one", x_padding_bytes = "300" }
+tls = {}
+[[outbounds]]
+tag = "ss"
+type = "shadowsocks"
+server = "192.0.2.1:8388"
+method = "aes-128-gcm"
+password = "p"
+transport = { type = "xhttp", mode = "stream-up" }
+`)
+	ms := time.Millisecond
+	want := []struct {
+		transport spec.Transport
+		tls       *spec.TLS
+	}{
+		{spec.Transport{Type: "xhttp", Path: "/", Host: "example.com", Mode: "auto", XPaddingMin: 100, XPaddingMax: 1000,
+			MaxEachPostBytes: 1_000_000, MinPostsInterval: 30 * ms}, nil},
+		{spec.Transport{Type: "xhttp", Path: "/x?k=v", Host: "cdn.example", Headers: map[string]string{"X-Forwarded-For": "1.2.3.4"},
+			Mode: "packet-up", XPaddingMin: 10, XPaddingMax: 20, MaxEachPostBytes: 50000},
+			&spec.TLS{ServerName: "front.example", ALPN: []string{"http/1.1"}}},
+		{spec.Transport{Type: "xhttp", Path: "/", Host: "t.example", Mode: "stream-one", XPaddingMin: 300, XPaddingMax: 300,
+			MaxEachPostBytes: 1_000_000, MinPostsInterval: 30 * ms},
+			&spec.TLS{ServerName: "t.example", ALPN: []string{"h2"}}},
+		{spec.Transport{Type: "xhttp", Path: "/", Host: "192.0.2.1", Mode: "stream-up", XPaddingMin: 100, XPaddingMax: 1000,
+			MaxEachPostBytes: 1_000_000, MinPostsInterval: 30 * ms}, nil},
+	}
+	for i, w := range want {
+		o := s.Outbounds[i]
+		if !spec.Equal(o.Transport, w.transport) || !spec.Equal(o.TLS, w.tls) {
+			t.Errorf("outbound %s:\n got  %+v %+v\n want %+v %+v", o.Tag, o.Transport, o.TLS, w.transport, w.tls)
+		}
+	}
+	if s.Outbounds[3].UDP {
+		t.Error("shadowsocks over xhttp carries UDP to the server's relay, beside the transport")
+	}
+}
+
+func TestXHTTPErrors(t *testing.T) {
+	wantProblems(t, `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", path = "x", mode = "stream", x_padding_bytes = "0-10", headers = { Referer = "r", Host = "h" }, service_name = "s" }
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "stream-up", sc_max_each_post_bytes = 10, sc_min_posts_interval_ms = 5 }
+tls = { alpn = ["http/1.1"] }
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", x_padding_bytes = "20-10", sc_max_each_post_bytes = 0, sc_min_posts_interval_ms = -1 }
+tls = { alpn = ["h3"] }
+[[outbounds]]
+tag = "d"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", x_padding_bytes = "lots" }
+`, []want{
+		{6, "outbounds[0].transport.service_name", "an xhttp transport has no service name"},
+		{6, "outbounds[0].transport.path", `"x" must start with "/"`},
+		{6, "outbounds[0].transport.headers.Host", "set the transport's host key instead of a Host header"},
+		{6, "outbounds[0].transport.headers.Referer", "Referer is written by the xhttp transport itself"},
+		{6, "outbounds[0].transport.mode", `"stream" is not one of auto | stream-one | stream-up | packet-up`},
+		{6, "outbounds[0].transport.x_padding_bytes", `"0-10": the padding is 1..4096 bytes`},
+		{12, "outbounds[1].transport.sc_max_each_post_bytes", `only packet-up sends POSTs of a bounded size; mode "stream-up" streams its upload`},
+		{12, "outbounds[1].transport.sc_min_posts_interval_ms", `only packet-up spaces its POSTs`},
+		{12, "outbounds[1].transport.mode", `mode "stream-up" needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`},
+		{19, "outbounds[2].transport.x_padding_bytes", `"20-10": the padding is 1..4096 bytes, MIN no more than MAX`},
+		{19, "outbounds[2].transport.sc_max_each_post_bytes", "0 is out of range 1..16777216"},
+		{19, "outbounds[2].transport.sc_min_posts_interval_ms", "-1 is out of range 0..10000"},
+		{20, "outbounds[2].tls.alpn", `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1`},
+		{26, "outbounds[3].transport.x_padding_bytes", `"lots" is not a byte count or a range "MIN-MAX"`},
+	})
+}

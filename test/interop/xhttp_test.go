@@ -1,0 +1,217 @@
+package interop
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"switchyard/test/socksclient"
+)
+
+// The XHTTP transport against the pinned Xray server, whose inbound takes
+// every mode ("auto" on the server): each case runs the 1 MiB TCP echo and
+// UDP to two peers (VLESS with XUDP: per-packet addresses over one flow).
+//
+//	mode        HTTP            tls
+//	stream-one  h2c, h2         no, yes
+//	stream-up   h2c, h2         no, yes
+//	packet-up   HTTP/1.1        no
+//	packet-up   h2              yes
+//	packet-up   HTTP/1.1        yes (alpn ["http/1.1"])
+//	auto        = packet-up     no, yes
+//
+// VMess (stream-up, h2c) and Trojan (stream-one, h2) run the same checks
+// once each: the transport is the same under every proxy client.
+
+const xhPath = "/xh-interop"
+
+type xhCase struct {
+	name  string
+	mode  string
+	tls   bool
+	h1TLS bool // over TLS with alpn ["http/1.1"]
+}
+
+var xhCases = []xhCase{
+	{name: "stream-one", mode: "stream-one"},
+	{name: "stream-one+tls", mode: "stream-one", tls: true},
+	{name: "stream-up", mode: "stream-up"},
+	{name: "stream-up+tls", mode: "stream-up", tls: true},
+	{name: "packet-up", mode: "packet-up"},
+	{name: "packet-up+tls", mode: "packet-up", tls: true},
+	{name: "packet-up+tls/http1.1", mode: "packet-up", tls: true, h1TLS: true},
+	{name: "auto", mode: "auto"},
+	{name: "auto+tls", mode: "auto", tls: true},
+}
+
+// xhXrayConfig is an Xray server with one inbound of protocol over XHTTP.
+func xhXrayConfig(protocol string, port int, cert, key string) string {
+	var settings string
+	switch protocol {
+	case "trojan":
+		settings = fmt.Sprintf(`{"clients":[{"password":%q}]}`, interopPassword)
+	case "vless":
+		settings = fmt.Sprintf(`{"clients":[{"id":%q}],"decryption":"none"}`, interopUUID)
+	default:
+		settings = fmt.Sprintf(`{"clients":[{"id":%q,"alterId":0}]}`, interopUUID)
+	}
+	security := `"security":"none"`
+	if cert != "" {
+		security = fmt.Sprintf(`"security":"tls","tlsSettings":{"certificates":[{"certificateFile":%q,"keyFile":%q}]}`, cert, key)
+	}
+	return fmt.Sprintf(`{"log":{"loglevel":"warning"},"inbounds":[{"listen":"127.0.0.1","port":%d,"protocol":%q,"settings":%s,"streamSettings":{"network":"xhttp",%s,"xhttpSettings":{"path":%q,"mode":"auto"}}}],"outbounds":[{"protocol":"freedom"}]}`,
+		port, protocol, settings, security, xhPath)
+}
+
+// xhOutbound is switchyard's outbound for the case.
+func xhOutbound(protocol string, c xhCase, port int, cert string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[[outbounds]]\ntag = \"proxy\"\ntype = %q\nserver = \"127.0.0.1:%d\"\n", protocol, port)
+	switch protocol {
+	case "trojan":
+		fmt.Fprintf(&b, "password = %q\n", interopPassword)
+	case "vless":
+		fmt.Fprintf(&b, "uuid = %q\npacket_encoding = \"xudp\"\n", interopUUID)
+	default:
+		fmt.Fprintf(&b, "uuid = %q\npacket_encoding = \"xudp\"\n", interopUUID)
+	}
+	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q }\n", xhPath, c.mode)
+	if c.tls {
+		alpn := ""
+		if c.h1TLS {
+			alpn = `, alpn = ["http/1.1"]`
+		}
+		fmt.Fprintf(&b, "tls = { server_name = %q, ca_file = %q%s }\n", interopHost, cert, alpn)
+	}
+	return b.String()
+}
+
+func runXHCase(t *testing.T, protocol string, c xhCase) {
+	t.Helper()
+	var cert, key string
+	if c.tls {
+		cert, key = tlsFiles(t)
+	}
+	port := freePort(t)
+	startPeer(t, "xray", xhXrayConfig(protocol, port, cert, key), port)
+	proxy := startSwitchyard(t, xhOutbound(protocol, c, port, cert), "proxy")
+	t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
+	t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 2) })
+}
+
+func TestXHTTPVLESSInterop(t *testing.T) {
+	for _, c := range xhCases {
+		t.Run("xray/"+c.name, func(t *testing.T) { runXHCase(t, "vless", c) })
+	}
+}
+
+func TestXHTTPVMessTrojanInterop(t *testing.T) {
+	t.Run("xray/vmess/stream-up", func(t *testing.T) { runXHCase(t, "vmess", xhCase{name: "stream-up", mode: "stream-up"}) })
+	t.Run("xray/trojan/stream-one+tls", func(t *testing.T) {
+		runXHCase(t, "trojan", xhCase{name: "stream-one+tls", mode: "stream-one", tls: true})
+	})
+}
+
+// Several flows at once share the outbound's one HTTP/2 connection, and
+// each gets its own bytes back.
+func TestXHTTPConcurrentFlowsInterop(t *testing.T) {
+	for _, c := range []xhCase{{name: "packet-up+tls", mode: "packet-up", tls: true}, {name: "stream-up", mode: "stream-up"}} {
+		t.Run("xray/"+c.name, func(t *testing.T) {
+			var cert, key string
+			if c.tls {
+				cert, key = tlsFiles(t)
+			}
+			port := freePort(t)
+			startPeer(t, "xray", xhXrayConfig("vless", port, cert, key), port)
+			proxy := startSwitchyard(t, xhOutbound("vless", c, port, cert), "proxy")
+			echo := tcpEcho(t)
+			errc := make(chan error, 8)
+			for i := range 8 {
+				go func() { errc <- echoOnce(proxy, echo, i) }()
+			}
+			for range 8 {
+				if err := <-errc; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// echoOnce sends 256 KiB of flow i's own bytes through the proxy to echo
+// and requires them back.
+func echoOnce(proxy, echo string, i int) error {
+	c, err := socksclient.Dial(proxy, echo, "", "")
+	if err != nil {
+		return fmt.Errorf("flow %d: CONNECT: %v", i, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	payload := bytes.Repeat([]byte{byte(i), byte(i * 7), 0xa5}, 256<<10/3)
+	errc := make(chan error, 1)
+	go func() { _, err := c.Write(payload); errc <- err }()
+	got := make([]byte, len(payload))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return fmt.Errorf("flow %d: reading the echo: %v", i, err)
+	}
+	if err := <-errc; err != nil {
+		return fmt.Errorf("flow %d: writing: %v", i, err)
+	}
+	if !bytes.Equal(got, payload) {
+		return fmt.Errorf("flow %d: the echo differs", i)
+	}
+	return nil
+}
+
+// A server that accepts TCP and never answers fails the flow within the
+// establishment deadline: the SOCKS CONNECT gets its failure reply.
+func TestXHTTPSilentServerInterop(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, mode := range []string{"stream-one", "packet-up"} {
+		t.Run(mode, func(t *testing.T) {
+			out := fmt.Sprintf("[dial]\nconnect_timeout = \"1s\"\n\n%s", xhOutbound("vless", xhCase{mode: mode}, port, ""))
+			proxy := startSwitchyard(t, out, "proxy")
+			start := time.Now()
+			c, err := socksclient.DialWithin(proxy, "127.0.0.1:9", "", "", 20*time.Second)
+			took := time.Since(start)
+			if err == nil {
+				c.Close()
+				t.Fatal("a flow through a silent server was connected")
+			}
+			var reply socksclient.ReplyError
+			if !errors.As(err, &reply) {
+				t.Fatalf("no SOCKS failure reply: %v", err)
+			}
+			// The whole dial gets max(10s, 4 × connect_timeout).
+			if took > 12*time.Second {
+				t.Fatalf("the flow failed after %v, past the establishment deadline", took)
+			}
+			t.Logf("failed after %v: %v", took, err)
+		})
+	}
+}

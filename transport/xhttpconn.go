@@ -1,0 +1,409 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// xhDownBuffer and xhUpBuffer bound what a flow holds of its download
+	// not yet read and of its streamed upload not yet sent.
+	xhDownBuffer = 64 << 10
+	xhUpBuffer   = 64 << 10
+	// xhPostsInFlight bounds the packet-up POSTs of a flow outstanding at
+	// once over HTTP/2, well under the 30 that Xray's server buffers out
+	// of order (scMaxBufferedPosts) before it gives up on the session.
+	xhPostsInFlight = 4
+)
+
+var errXHClosed = errors.New("xhttp: the flow is closed")
+
+// xhConn is one flow over XHTTP. Read returns the download's response
+// body; Write sends the upload: into the streamed request body (stream-one,
+// stream-up) or into the next POST (packet-up). One goroutine pumps the
+// download into a pipe so that reads keep their deadlines; the uploads run
+// on goroutines of the flow's own. Close ends every request of the flow and
+// waits for its goroutines.
+type xhConn struct {
+	x   *xhttpClient
+	cc  *http.ClientConn
+	raw net.Conn // the connection under cc, for its addresses
+	// requests counts the requests on cc (HTTP/2: its reuse bound); nil
+	// over HTTP/1.1.
+	requests *atomic.Int64
+	session  string
+	ctx      context.Context // the flow's requests run under it
+	cancel   context.CancelFunc
+	down     *xhPipe
+	up       *xhPipe
+	wg       sync.WaitGroup
+
+	// release gives back the flow's hold on its connection, once.
+	release   func()
+	closeOnce sync.Once
+	// adopt, on a flow of a speculative dial, lets its connection serve
+	// the flows after it (Commit); nil otherwise.
+	adopt func()
+	// upload (packet-up over HTTP/1.1): the flow's upload connection,
+	// the uploader goroutine's alone.
+	upload *http.ClientConn
+}
+
+// openXHConn sends the flow's first requests on cc and returns once the
+// download's response headers arrived, under ctx.
+func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, release func()) (*xhConn, error) {
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &xhConn{x: x, cc: cc, raw: raw, requests: requests, ctx: fctx, cancel: cancel, release: release,
+		down: newXHPipe(xhDownBuffer), up: newXHPipe(xhUpBuffer)}
+	cfg := x.cfg
+	fail := func(err error) (*xhConn, error) {
+		c.Close()
+		return nil, err
+	}
+	if cfg.mode == "stream-one" {
+		req := cfg.request(fctx, http.MethodPost, "")
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Body = xhBodyReader{c.up}
+		resp, err := c.roundTrip(ctx, cc, req)
+		if err != nil {
+			return fail(err)
+		}
+		c.pump(resp.Body)
+		return c, nil
+	}
+	c.session = newSessionID()
+	resp, err := c.roundTrip(ctx, cc, cfg.request(fctx, http.MethodGet, c.session))
+	if err != nil {
+		return fail(err)
+	}
+	c.pump(resp.Body)
+	if cfg.mode == "stream-up" {
+		req := cfg.request(fctx, http.MethodPost, c.session)
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Body = xhBodyReader{c.up}
+		c.wg.Add(1)
+		go c.streamUp(req)
+		return c, nil
+	}
+	c.up = newXHPipe(cfg.maxPost)
+	c.wg.Add(1)
+	go c.packetUp()
+	return c, nil
+}
+
+// roundTrip sends req on cc and waits for its response headers under ctx;
+// anything but 200 fails.
+func (c *xhConn) roundTrip(ctx context.Context, cc *http.ClientConn, req *http.Request) (*http.Response, error) {
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan result, 1)
+	c.count()
+	go func() {
+		resp, err := cc.RoundTrip(req)
+		ch <- result{resp, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		c.cancel()
+		r = <-ch
+		if r.resp != nil {
+			r.resp.Body.Close()
+		}
+		return nil, fmt.Errorf("xhttp: no answer from %s to %s %s: %w", c.x.d.server, req.Method, req.URL.Path, context.Cause(ctx))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, r.err)
+	}
+	if err := checkXHResponse(r.resp); err != nil {
+		r.resp.Body.Close()
+		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+	}
+	return r.resp, nil
+}
+
+// checkXHResponse accepts the server's answer to a request of the flow:
+// 200, as Xray's server answers every request it takes.
+func checkXHResponse(resp *http.Response) error {
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the server answered %q", resp.Status)
+	}
+	return nil
+}
+
+// pump copies the download's body into the download pipe until it ends.
+func (c *xhConn) pump(body io.ReadCloser) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer body.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := body.Read(buf)
+			if n > 0 {
+				if _, werr := c.down.write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				if err != io.EOF {
+					err = fmt.Errorf("xhttp: the download from %s broke: %w", c.x.d.server, err)
+				}
+				c.down.closeWrite(err)
+				return
+			}
+		}
+	}()
+}
+
+// streamUp runs the streamed upload POST of stream-up: its answer is read
+// and dropped (Xray's server may pad it) until the upload ends.
+func (c *xhConn) streamUp(req *http.Request) {
+	defer c.wg.Done()
+	c.count()
+	resp, err := c.cc.RoundTrip(req)
+	if err == nil {
+		err = checkXHResponse(resp)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if err != nil && c.ctx.Err() == nil {
+		c.up.closeRead(fmt.Errorf("xhttp: the upload to %s failed: %w", c.x.d.server, err))
+	}
+}
+
+// packetUp cuts the upload into POSTs: each takes what was written since
+// the last, up to maxPost bytes, at least minInterval after the last one
+// started, numbered from 0. Over HTTP/2 up to xhPostsInFlight run at once;
+// over HTTP/1.1 they go one after the other on the flow's upload
+// connection.
+func (c *xhConn) packetUp() {
+	defer c.wg.Done()
+	cfg := c.x.cfg
+	inflight := make(chan struct{}, xhPostsInFlight)
+	var (
+		seq  uint64
+		last time.Time
+		pw   sync.WaitGroup
+	)
+	defer pw.Wait()
+	defer func() {
+		if c.upload != nil {
+			c.upload.Close()
+		}
+	}()
+	for {
+		// Wait for something to send, then for the interval, and only then
+		// take what piled up meanwhile: one POST carries it all.
+		if err := c.up.ready(); err != nil {
+			return
+		}
+		if wait := cfg.minInterval - time.Since(last); !last.IsZero() && wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		b, err := c.up.take(cfg.maxPost)
+		if err != nil {
+			return
+		}
+		last = time.Now()
+		sub := c.session + "/" + strconv.FormatUint(seq, 10)
+		seq++
+		if cfg.h1 {
+			if err := c.postH1(sub, b); err != nil {
+				c.failUpload(err)
+				return
+			}
+			continue
+		}
+		select {
+		case inflight <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		// The next POST starts once this one's body is written, as Xray's
+		// client does: the bodies of one flow never compete for the
+		// connection's flow-control window, only their answers overlap.
+		written := make(chan struct{})
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			defer func() { <-inflight }()
+			if err := c.post(c.cc, sub, b, written); err != nil {
+				c.failUpload(err)
+			}
+		}()
+		select {
+		case <-written:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// xhPostBody is a POST's body that closes written once it was read to the
+// end, or when the request is done with it.
+type xhPostBody struct {
+	r       *bytes.Reader
+	written chan struct{}
+	once    *sync.Once
+}
+
+func (b xhPostBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.once.Do(func() { close(b.written) })
+	}
+	return n, err
+}
+
+func (b xhPostBody) Close() error {
+	b.once.Do(func() { close(b.written) })
+	return nil
+}
+
+// failUpload ends the flow's upload and download with err, unless the flow
+// is closing anyway.
+func (c *xhConn) failUpload(err error) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	err = fmt.Errorf("xhttp: an upload to %s failed: %w", c.x.d.server, err)
+	c.up.closeRead(err)
+	c.down.closeRead(err)
+}
+
+// post sends one packet-up POST on cc and reads its answer; written, when
+// not nil, is closed once the body is sent (or the request ended).
+func (c *xhConn) post(cc *http.ClientConn, sub string, b []byte, written chan struct{}) error {
+	req := c.x.cfg.request(c.ctx, http.MethodPost, sub)
+	if written == nil {
+		written = make(chan struct{})
+	}
+	once := new(sync.Once)
+	req.Body = xhPostBody{r: bytes.NewReader(b), written: written, once: once}
+	req.ContentLength = int64(len(b))
+	if cc == c.cc {
+		c.count()
+	}
+	resp, err := cc.RoundTrip(req)
+	once.Do(func() { close(written) })
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return checkXHResponse(resp)
+}
+
+// postH1 sends one POST over HTTP/1.1 on the flow's upload connection,
+// opening it (again) when there is none or the server closed it; a POST
+// that fails on a kept-alive connection is sent once more on a fresh one.
+func (c *xhConn) postH1(sub string, b []byte) error {
+	for try := 0; ; try++ {
+		fresh := false
+		if c.upload == nil || c.upload.Err() != nil {
+			if c.upload != nil {
+				c.upload.Close()
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, c.x.establish)
+			cc, _, err := c.x.newConn(ctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+			c.upload, fresh = cc, true
+		}
+		err := c.post(c.upload, sub, b, nil)
+		if err == nil || fresh || try > 0 || c.ctx.Err() != nil {
+			return err
+		}
+		c.upload.Close()
+		c.upload = nil
+	}
+}
+
+// count counts one request on the flow's connection.
+func (c *xhConn) count() {
+	if c.requests != nil {
+		c.requests.Add(1)
+	}
+}
+
+// Commit (netx.Committer) lets the connection of a speculative dial's flow
+// serve the flows after it; uncommitted, it closes with the flow.
+func (c *xhConn) Commit(context.Context) {
+	if c.adopt != nil {
+		c.adopt()
+	}
+}
+
+func (c *xhConn) Read(p []byte) (int, error)  { return c.down.read(p) }
+func (c *xhConn) Write(p []byte) (int, error) { return c.up.write(p) }
+
+// CloseWrite ends the upload once what was written is sent: the streamed
+// request body ends, or no POST follows.
+func (c *xhConn) CloseWrite() error {
+	c.up.closeWrite(io.EOF)
+	return nil
+}
+
+// Close ends every request of the flow, waits for its goroutines and gives
+// back its hold on the connection.
+func (c *xhConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.down.closeRead(errXHClosed)
+		c.up.closeRead(errXHClosed)
+		c.wg.Wait()
+		c.release()
+	})
+	return nil
+}
+
+func (c *xhConn) LocalAddr() net.Addr {
+	if c.raw == nil {
+		return &net.TCPAddr{}
+	}
+	return c.raw.LocalAddr()
+}
+
+func (c *xhConn) RemoteAddr() net.Addr {
+	if c.raw == nil {
+		return &net.TCPAddr{}
+	}
+	return c.raw.RemoteAddr()
+}
+
+func (c *xhConn) SetDeadline(t time.Time) error {
+	c.down.setReadDeadline(t)
+	c.up.setWriteDeadline(t)
+	return nil
+}
+
+func (c *xhConn) SetReadDeadline(t time.Time) error {
+	c.down.setReadDeadline(t)
+	return nil
+}
+
+func (c *xhConn) SetWriteDeadline(t time.Time) error {
+	c.up.setWriteDeadline(t)
+	return nil
+}
