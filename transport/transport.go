@@ -128,10 +128,11 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		alpn = []string{"h2"}
 	case "xhttp":
 		var tlsALPN []string
+		reality := false
 		if o.TLS != nil {
-			tlsALPN = o.TLS.ALPN
+			tlsALPN, reality = o.TLS.ALPN, o.TLS.Reality != nil
 		}
-		cfg, err := newXHTTPConfig(t, host, o.TLS != nil, tlsALPN)
+		cfg, err := newXHTTPConfig(t, host, o.TLS != nil, reality, tlsALPN)
 		if err != nil {
 			return nil, err
 		}

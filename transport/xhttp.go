@@ -64,13 +64,19 @@ const (
 )
 
 // newXHTTPConfig resolves the mode and the HTTP version and builds what
-// every request shares. alpn is the tls table's ALPN (overTLS set).
-func newXHTTPConfig(t spec.Transport, host string, overTLS bool, alpn []string) (*xhttpConfig, error) {
+// every request shares. alpn is the tls table's ALPN (overTLS set);
+// reality: the TLS layer is REALITY's, under which auto means stream-one
+// (as Xray's client chooses: REALITY hides one long request best, and its
+// servers are set up for it), packet-up otherwise.
+func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn []string) (*xhttpConfig, error) {
 	x := &xhttpConfig{mode: t.Mode, scheme: "http", host: t.Host, padMin: t.XPaddingMin, padMax: t.XPaddingMax,
 		maxPost: t.MaxEachPostBytes, minInterval: t.MinPostsInterval}
 	switch x.mode {
 	case "", "auto":
 		x.mode = "packet-up"
+		if reality {
+			x.mode = "stream-one"
+		}
 	case "stream-one", "stream-up", "packet-up":
 	default:
 		return nil, fmt.Errorf("unknown xhttp mode %q (expected auto, stream-one, stream-up or packet-up)", t.Mode)

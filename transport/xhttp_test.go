@@ -175,7 +175,7 @@ func TestXHTTPPacketUpSequencing(t *testing.T) {
 // Every request carries x_padding_bytes "X"s in its Referer's query, a
 // fresh length within the range each time.
 func TestXHTTPPadding(t *testing.T) {
-	x, err := newXHTTPConfig(spec.Transport{Type: "xhttp", Path: "/p?ed=1", XPaddingMin: 5, XPaddingMax: 8}, "h.test", true, nil)
+	x, err := newXHTTPConfig(spec.Transport{Type: "xhttp", Path: "/p?ed=1", XPaddingMin: 5, XPaddingMax: 8}, "h.test", true, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,24 +350,27 @@ func TestXHTTPConfigRefuses(t *testing.T) {
 		{spec.Transport{Mode: "stream-one"}, true, []string{"http/1.1"}},
 		{spec.Transport{Mode: "stream-up"}, true, []string{"http/1.1"}},
 	} {
-		if _, err := newXHTTPConfig(c.tr, "h.test", c.tls, c.alpn); err == nil {
+		if _, err := newXHTTPConfig(c.tr, "h.test", c.tls, false, c.alpn); err == nil {
 			t.Errorf("%+v (tls %v, alpn %v) accepted", c.tr, c.tls, c.alpn)
 		}
 	}
 	for _, c := range []struct {
 		tr     spec.Transport
 		tls    bool
+		real   bool
 		alpn   []string
 		mode   string
 		h1     bool
 		scheme string
 	}{
-		{spec.Transport{Mode: "auto"}, false, nil, "packet-up", true, "http"},
-		{spec.Transport{Mode: "auto"}, true, []string{"h2"}, "packet-up", false, "https"},
-		{spec.Transport{Mode: "packet-up"}, true, []string{"http/1.1"}, "packet-up", true, "https"},
-		{spec.Transport{Mode: "stream-one"}, false, nil, "stream-one", false, "http"},
+		{spec.Transport{Mode: "auto"}, false, false, nil, "packet-up", true, "http"},
+		{spec.Transport{Mode: "auto"}, true, false, []string{"h2"}, "packet-up", false, "https"},
+		{spec.Transport{Mode: "auto"}, true, true, nil, "stream-one", false, "https"},
+		{spec.Transport{Mode: "packet-up"}, true, true, nil, "packet-up", false, "https"},
+		{spec.Transport{Mode: "packet-up"}, true, false, []string{"http/1.1"}, "packet-up", true, "https"},
+		{spec.Transport{Mode: "stream-one"}, false, false, nil, "stream-one", false, "http"},
 	} {
-		x, err := newXHTTPConfig(c.tr, "h.test", c.tls, c.alpn)
+		x, err := newXHTTPConfig(c.tr, "h.test", c.tls, c.real, c.alpn)
 		if err != nil {
 			t.Fatal(err)
 		}

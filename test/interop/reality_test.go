@@ -185,3 +185,32 @@ tls = { reality = { public_key = %q, short_id = %q, server_name = %q } }
 	t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
 	t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 2) })
 }
+
+// VLESS over XHTTP under REALITY, the deployment Xray now recommends: the
+// HTTP/2 of XHTTP runs on the REALITY handshake, in each mode the server
+// takes.
+func TestRealityXHTTPInterop(t *testing.T) {
+	target := realityTarget(t)
+	priv, pub := realityKeys(t)
+	for _, mode := range []string{"auto", "stream-one", "stream-up", "packet-up"} {
+		t.Run(mode, func(t *testing.T) {
+			port := freePort(t)
+			startPeer(t, "xray", fmt.Sprintf(`{"log":{"loglevel":"warning"},"inbounds":[{"listen":"127.0.0.1","port":%d,"protocol":"vless",`+
+				`"settings":{"clients":[{"id":%q}],"decryption":"none"},`+
+				`"streamSettings":{"network":"xhttp","xhttpSettings":{"path":"/xh","mode":%q},"security":"reality","realitySettings":{"target":%q,"serverNames":[%q],"privateKey":%q,"shortIds":[%q]}}}],`+
+				`"outbounds":[{"protocol":"freedom"}]}`, port, interopUUID, mode, target, interopHost, priv, realityShortID), port)
+			proxy := startSwitchyard(t, fmt.Sprintf(`
+[[outbounds]]
+tag = "proxy"
+type = "vless"
+server = "127.0.0.1:%d"
+uuid = %q
+packet_encoding = "xudp"
+transport = { type = "xhttp", path = "/xh", mode = %q }
+tls = { reality = { public_key = %q, short_id = %q, server_name = %q } }
+`, port, interopUUID, mode, pub, realityShortID, interopHost), "proxy")
+			t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
+			t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 2) })
+		})
+	}
+}
