@@ -60,7 +60,7 @@ use = ["sub"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "hy2", "sock", "web", "wg"}
+	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "xhttp node", "hy2", "sock", "web", "wg"}
 	if len(s.Providers) != 1 || s.Providers[0].Tag != "sub" || !slices.Equal(s.Providers[0].Nodes, nodes) {
 		t.Fatalf("providers %+v", s.Providers)
 	}

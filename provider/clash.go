@@ -192,8 +192,23 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 		if sn := text(mapOf(m["grpc-opts"]), "grpc-service-name"); sn != "" {
 			tr["service_name"] = sn
 		}
+	case "xhttp":
+		opts := mapOf(m["xhttp-opts"])
+		tr["type"] = "xhttp"
+		for _, k := range []string{"path", "host", "mode"} {
+			if v := text(opts, k); v != "" {
+				tr[k] = v
+			}
+		}
+		if h := mapOf(opts["headers"]); len(h) > 0 {
+			headers := map[string]string{}
+			for k, v := range h {
+				headers[k] = fmt.Sprint(v)
+			}
+			tr["headers"] = headers
+		}
 	default:
-		return fmt.Errorf("network %q is not supported (switchyard has tcp, ws, grpc and httpupgrade)", network)
+		return fmt.Errorf("network %q is not supported (switchyard has tcp, ws, grpc, httpupgrade and xhttp)", network)
 	}
 	o["transport"] = tr
 	wsALPN(o, tr)

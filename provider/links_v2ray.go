@@ -235,8 +235,15 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 		if m := q.Get("mode"); m != "" {
 			tr["mode"] = m
 		}
+	case "xhttp", "splithttp":
+		tr["type"] = "xhttp"
+		for _, k := range []string{"path", "host", "mode"} {
+			if v := q.Get(k); v != "" {
+				tr[k] = v
+			}
+		}
 	default:
-		return fmt.Errorf("transport %q is not supported (switchyard has tcp, ws, grpc and httpupgrade)", net)
+		return fmt.Errorf("transport %q is not supported (switchyard has tcp, ws, grpc, httpupgrade and xhttp)", net)
 	}
 	o["transport"] = tr
 	wsALPN(o, tr)
