@@ -72,8 +72,17 @@ func (l *lowerer) tunInbound(key string, f *fileInbound, in *spec.Inbound, names
 	if f.AutoRoute != nil {
 		t.AutoRoute = *f.AutoRoute
 	}
-	if f.StrictRoute != nil && *f.StrictRoute {
-		l.errorf(key+".strict_route", "strict_route is not available: auto_route removes its rules when the process stops, so traffic can bypass the device while it starts and stops; set it to false")
+	// strict_route: while auto_route is on, what would bypass the device
+	// (no route in its table: before the device is up, while a reload
+	// recreates it; a socket bound to another interface) is unreachable
+	// instead of leaking through main. Its rules go in before the device
+	// and out after it; after a SIGKILL they stay, blocking, until the
+	// next start replaces them.
+	if f.StrictRoute != nil {
+		t.StrictRoute = *f.StrictRoute
+		if t.StrictRoute && !t.AutoRoute {
+			l.errorf(key+".strict_route", "strict_route blocks what bypasses auto_route's rules: it needs auto_route = true")
+		}
 	}
 	t.RouteAddress = l.routePrefixes(key+".route_address", f.RouteAddress, t.AutoRoute)
 	t.RouteExclude = l.routePrefixes(key+".route_exclude_address", f.RouteExcludeAddress, t.AutoRoute)

@@ -36,7 +36,7 @@ name = "sy7"
 addresses = ["10.0.85.1/24"]
 mtu = 1400
 auto_route = true
-strict_route = false
+strict_route = true
 route_address = ["0.0.0.0/1", "128.0.0.0/1"]
 route_exclude_address = ["192.168.0.0/16"]
 udp_timeout = "1m"
@@ -47,7 +47,7 @@ max_udp_associations = 10
 		t.Fatal(err)
 	}
 	in := s.Inbounds[0]
-	want := &spec.TUN{Name: "sy7", MTU: 1400, UDPTimeout: time.Minute, DNSHijack: true, AutoRoute: true,
+	want := &spec.TUN{Name: "sy7", MTU: 1400, UDPTimeout: time.Minute, DNSHijack: true, AutoRoute: true, StrictRoute: true,
 		Addresses:    []netip.Prefix{netip.MustParsePrefix("10.0.85.1/24")},
 		RouteAddress: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/1"), netip.MustParsePrefix("128.0.0.0/1")},
 		RouteExclude: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")},
@@ -93,7 +93,7 @@ dns_hijack = true
 			{4, "inbounds[0].name", `"a/b" is not a device name (1 to 15 bytes, no '/', ':' or space)`},
 			{5, "inbounds[0].addresses[1]", "0.0.0.0 cannot be a device address"},
 			{5, "inbounds[0].addresses[2]", `"x" is not an address with a prefix length (such as "172.19.0.1/30", "fdfe:dcba:9876::1/126")`},
-			{7, "inbounds[0].strict_route", "strict_route is not available: auto_route removes its rules when the process stops, so traffic can bypass the device while it starts and stops; set it to false"},
+			{7, "inbounds[0].strict_route", "strict_route blocks what bypasses auto_route's rules: it needs auto_route = true"},
 			{8, "inbounds[0].route_address", "routes are installed only with auto_route = true"},
 			{9, "inbounds[0].dns_hijack", "dns_hijack needs a [dns] table: its DNS service answers the hijacked queries"},
 		}},

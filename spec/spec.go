@@ -119,7 +119,11 @@ type TUN struct {
 	// AutoRoute installs routes into the device and the policy rules that
 	// send everything there except the process's own marked sockets
 	// (Spec.Socket.Mark), loopback and the device's range.
-	AutoRoute    bool
+	AutoRoute bool
+	// StrictRoute (with AutoRoute) blocks what would bypass the device:
+	// its rules stay while the device is missing, at start, at stop and
+	// across a reload that recreates it.
+	StrictRoute  bool
 	RouteAddress []netip.Prefix // auto_route: only these (empty: everything)
 	RouteExclude []netip.Prefix // auto_route: never these
 }

@@ -34,7 +34,7 @@ func (sv *Supervisor) tunConfig(in spec.Inbound) (tun.Config, error) {
 		if sv.socket.Mark == 0 {
 			return cfg, fmt.Errorf("tun %s: auto_route needs the process's sockets marked ([socket] mark) from the start: restart to apply it", in.Tag)
 		}
-		cfg.Route = &tun.Route{Mark: sv.socket.Mark, Include: t.RouteAddress, Exclude: t.RouteExclude}
+		cfg.Route = &tun.Route{Mark: sv.socket.Mark, Include: t.RouteAddress, Exclude: t.RouteExclude, Strict: t.StrictRoute}
 	}
 	return cfg, nil
 }
@@ -123,7 +123,7 @@ func (sv *Supervisor) planTUNs(ins []spec.Inbound) (*tunPlan, error) {
 			continue
 		}
 		if ok && cur.spec.TUN.Name == in.TUN.Name {
-			cur.in.Close()
+			retire(cur, in)
 			delete(sv.tuns, in.Tag)
 			t, err := sv.openTUN(in)
 			if err != nil {
@@ -154,6 +154,19 @@ func (sv *Supervisor) planTUNs(ins []spec.Inbound) (*tunPlan, error) {
 	return p, nil
 }
 
+// retire closes the running inbound old that next replaces. When next
+// installs auto_route's entries too, old leaves its own for next to
+// replace (tun.Inbound.Handover): with strict_route nothing bypasses the
+// device while it is recreated, and a successor that runs already keeps
+// the entries it installed.
+func retire(old *tunRun, next spec.Inbound) {
+	if next.TUN.AutoRoute {
+		old.in.Handover()
+		return
+	}
+	old.in.Close()
+}
+
 // close undoes a plan that will not be committed.
 func (p *tunPlan) close() {
 	for _, r := range p.opened {
@@ -167,7 +180,7 @@ func (p *tunPlan) close() {
 func (sv *Supervisor) commitTUNs(p *tunPlan) {
 	for tag, r := range p.opened {
 		if old, ok := sv.tuns[tag]; ok {
-			old.in.Close()
+			retire(old, r.spec)
 			sv.log.Info("inbound " + tag + " changed: device " + r.spec.TUN.Name + " recreated")
 		} else {
 			sv.log.Info("inbound "+tag+" added", "device", r.spec.TUN.Name)

@@ -18,6 +18,24 @@ import (
 // CAP_NET_ADMIN the error says so.
 func New(cfg Config, conn inbound.Connector, log *slog.Logger) (*Inbound, error) {
 	cfg.defaults()
+	// strict_route blocks before the device exists; a failure here leaves
+	// the blocking rules a predecessor left (they block, as before).
+	var unblock func() error
+	if cfg.Route != nil && cfg.Route.Strict {
+		u, had, err := installStrict(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("tun %s: strict_route: %w", cfg.Tag, capability(err))
+		}
+		unblock = u
+		if had {
+			unblock = nil
+		}
+		defer func() {
+			if unblock != nil {
+				unblock()
+			}
+		}()
+	}
 	dev, err := tun.CreateTUN(cfg.Name, cfg.MTU)
 	if err != nil {
 		return nil, fmt.Errorf("tun %s: creating device %s: %w", cfg.Tag, cfg.Name, capability(err))
@@ -37,7 +55,11 @@ func New(cfg Config, conn inbound.Connector, log *slog.Logger) (*Inbound, error)
 			return nil, fmt.Errorf("tun %s: auto_route: %w", cfg.Tag, capability(err))
 		}
 		in.undo = undo
+		if cfg.Route.Strict {
+			in.unblock = func() error { return removeRules(cfg.Route) }
+		}
 	}
+	unblock = nil
 	return in, nil
 }
 

@@ -28,6 +28,9 @@ type Inbound struct {
 	dns   chan struct{} // slots of hijacked queries in flight
 	icmp  chan struct{} // slots of echo relays in flight
 	undo  func() error  // removes what auto_route installed; nil without it
+	// unblock removes strict_route's rules, after the device is closed;
+	// nil without it.
+	unblock func() error
 
 	ctx    context.Context // cancelled by Close: ends every flow
 	cancel context.CancelFunc
@@ -174,21 +177,33 @@ func (in *Inbound) Associations() int { return in.udp.len() }
 
 // Close ends every flow and association, removes what auto_route
 // installed, closes the device and waits for every goroutine of the
-// inbound. It is idempotent.
-func (in *Inbound) Close() error {
+// inbound; strict_route's rules are removed last. It is idempotent.
+func (in *Inbound) Close() error { return in.close(true) }
+
+// Handover closes the inbound as Close does but leaves what auto_route
+// installed (the device's routes go with the device) for a successor at
+// the same table and priorities, which replaces it: with strict_route
+// nothing passes around the device while it is recreated, and a
+// successor already running keeps its entries.
+func (in *Inbound) Handover() error { return in.close(false) }
+
+func (in *Inbound) close(remove bool) error {
 	in.closeOnce.Do(func() {
 		in.mu.Lock()
 		in.closed = true
 		in.mu.Unlock()
 		in.cancel()
 		var errs []error
-		if in.undo != nil {
+		if in.undo != nil && remove {
 			errs = append(errs, in.undo())
 		}
 		in.udp.close()
 		in.stack.Close()
 		errs = append(errs, in.dev.Close())
 		in.wg.Wait()
+		if in.unblock != nil && remove {
+			errs = append(errs, in.unblock())
+		}
 		in.closeErr = errors.Join(errs...)
 	})
 	return in.closeErr
