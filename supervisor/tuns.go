@@ -13,8 +13,9 @@ import (
 // The tun inbounds are devices, not listeners: the supervisor keeps them
 // apart (sv.tuns, guarded by sv.mu). An apply keeps a tun inbound whose
 // spec is unchanged, with its device and every flow; a changed one is
-// recreated (its device, its routes); a removed one is closed, which
-// removes its routes.
+// recreated (its device, its routes: the successor replaces the entries
+// its predecessor leaves, so strict_route blocks throughout); a removed one
+// is closed, which removes its routes.
 
 // listenerInbounds are the inbounds of ins that listen on a socket.
 func listenerInbounds(ins []spec.Inbound) []spec.Inbound {

@@ -57,6 +57,13 @@ func (l *lab) leakCounter(t *testing.T, addr string) *atomic.Int64 {
 	return n
 }
 
+// settled is the count once the server has accepted what was connected:
+// a client's connect returns before the server's Accept does.
+func settled(n *atomic.Int64) int64 {
+	time.Sleep(300 * time.Millisecond)
+	return n.Load()
+}
+
 // dialBound dials addr from the client's namespace with an unmarked socket
 // bound to the outside interface's address, as an application that
 // means to go around a TUN does. (A socket bound to the interface itself,
@@ -110,11 +117,11 @@ func TestStrictRouteBlocksTheBypass(t *testing.T) {
 	}
 
 	sw := l.start(t, path, l.config(""))
-	if err := l.dialBound(l.web + ":8081"); leaks.Load() != 0 {
+	if err := l.dialBound(l.web + ":8081"); settled(leaks) != 0 {
 		t.Fatalf("a bound socket reached a blocked port with the device up (%v)", err)
 	}
 	down()
-	if err := l.dialBound(l.web + ":8081"); err != nil || leaks.Load() != 1 {
+	if err := l.dialBound(l.web + ":8081"); err != nil || settled(leaks) != 1 {
 		t.Fatalf("without strict_route a bound socket did not go around the downed TUN (%v, %d leaks): the probe proves nothing", err, leaks.Load())
 	}
 	if _, err := sw.Signal(syscall.SIGTERM); err != nil {
@@ -139,12 +146,12 @@ func TestStrictRouteBlocksTheBypass(t *testing.T) {
 	if out, err := l.curl("http://" + l.web + "/"); err != nil || out != l.web+":80" {
 		t.Fatalf("curl through the strict TUN: %q %v\n%s", out, err, sw.Logs)
 	}
-	if err := l.dialBound(l.web + ":8081"); leaks.Load() != 0 {
+	if err := l.dialBound(l.web + ":8081"); settled(leaks) != 0 {
 		t.Fatalf("a bound socket reached a blocked port with the device up (%v)", err)
 	}
 	down()
 	err := l.dialBound(l.web + ":8081")
-	if err == nil || leaks.Load() != 0 {
+	if err == nil || settled(leaks) != 0 {
 		t.Fatalf("with strict_route a bound socket reached the servers (%v, %d leaks)", err, leaks.Load())
 	}
 	if !errors.Is(err, unix.ENETUNREACH) {
@@ -175,7 +182,7 @@ func TestStrictRouteAfterSIGKILL(t *testing.T) {
 	if !strings.Contains(stale, "9002:") || strings.Contains(stale, "sytun0") {
 		t.Fatalf("after SIGKILL, want the strict rules without the device's routes:\n%s", stale)
 	}
-	if err := l.dialPlain(l.web + ":8081"); err == nil || leaks.Load() != 0 {
+	if err := l.dialPlain(l.web + ":8081"); err == nil || settled(leaks) != 0 {
 		t.Fatalf("after SIGKILL an application reached the servers (%v, %d leaks)", err, leaks.Load())
 	}
 
@@ -268,5 +275,6 @@ func (l *lab) probeDuring(fn func()) int64 {
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	wg.Wait()
+	time.Sleep(300 * time.Millisecond) // the servers' last accepts
 	return probes.Load()
 }
