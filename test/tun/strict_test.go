@@ -70,9 +70,9 @@ func settled(n *atomic.Int64) int64 {
 // SO_BINDTODEVICE, is beyond policy routing: the kernel sends it on
 // link whatever the rules say, and switchyard's own sockets bound to the
 // outgoing interface rely on that.)
-func (l *lab) dialBound(addr string) error {
+func (l *lab) dialBound(addr string, timeout time.Duration) error {
 	return in(l.client, func() error {
-		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(l.hostC)}}
+		d := net.Dialer{Timeout: timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(l.hostC)}}
 		c, err := d.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -83,9 +83,9 @@ func (l *lab) dialBound(addr string) error {
 
 // dialPlain dials addr from the client's namespace with a plain unmarked
 // socket.
-func (l *lab) dialPlain(addr string) error {
+func (l *lab) dialPlain(addr string, timeout time.Duration) error {
 	return in(l.client, func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
 			c.Close() // a leak is counted where the server accepts
 		}
@@ -117,11 +117,11 @@ func TestStrictRouteBlocksTheBypass(t *testing.T) {
 	}
 
 	sw := l.start(t, path, l.config(""))
-	if err := l.dialBound(l.web + ":8081"); settled(leaks) != 0 {
+	if err := l.dialBound(l.web+":8081", time.Second); settled(leaks) != 0 {
 		t.Fatalf("a bound socket reached a blocked port with the device up (%v)", err)
 	}
 	down()
-	if err := l.dialBound(l.web + ":8081"); err != nil || settled(leaks) != 1 {
+	if err := l.dialBound(l.web+":8081", time.Second); err != nil || settled(leaks) != 1 {
 		t.Fatalf("without strict_route a bound socket did not go around the downed TUN (%v, %d leaks): the probe proves nothing", err, leaks.Load())
 	}
 	if _, err := sw.Signal(syscall.SIGTERM); err != nil {
@@ -146,11 +146,11 @@ func TestStrictRouteBlocksTheBypass(t *testing.T) {
 	if out, err := l.curl("http://" + l.web + "/"); err != nil || out != l.web+":80" {
 		t.Fatalf("curl through the strict TUN: %q %v\n%s", out, err, sw.Logs)
 	}
-	if err := l.dialBound(l.web + ":8081"); settled(leaks) != 0 {
+	if err := l.dialBound(l.web+":8081", time.Second); settled(leaks) != 0 {
 		t.Fatalf("a bound socket reached a blocked port with the device up (%v)", err)
 	}
 	down()
-	err := l.dialBound(l.web + ":8081")
+	err := l.dialBound(l.web+":8081", time.Second)
 	if err == nil || settled(leaks) != 0 {
 		t.Fatalf("with strict_route a bound socket reached the servers (%v, %d leaks)", err, leaks.Load())
 	}
@@ -182,7 +182,7 @@ func TestStrictRouteAfterSIGKILL(t *testing.T) {
 	if !strings.Contains(stale, "9002:") || strings.Contains(stale, "sytun0") {
 		t.Fatalf("after SIGKILL, want the strict rules without the device's routes:\n%s", stale)
 	}
-	if err := l.dialPlain(l.web + ":8081"); err == nil || settled(leaks) != 0 {
+	if err := l.dialPlain(l.web+":8081", time.Second); err == nil || settled(leaks) != 0 {
 		t.Fatalf("after SIGKILL an application reached the servers (%v, %d leaks)", err, leaks.Load())
 	}
 
@@ -219,8 +219,8 @@ func TestStrictRouteReloadLeaksNothing(t *testing.T) {
 		sw := l.start(t, path, conf)
 		idx := l.linkIndex()
 		probes := l.probeDuring(func() {
-			for n := 1; n <= 3; n++ {
-				mtu := []string{"1400", "1500", "1300"}[n-1]
+			for n := 1; n <= 5; n++ {
+				mtu := []string{"1400", "1500", "1300", "1450", "1350"}[n-1]
 				os.WriteFile(path, []byte(strings.Replace(conf, "mtu = 1500", "mtu = "+mtu, 1)), 0o600)
 				sw.Cmd.Process.Signal(syscall.SIGHUP)
 				sw.WaitLog("reload applied", n, 10*time.Second)
@@ -262,10 +262,12 @@ func (l *lab) probeDuring(fn func()) int64 {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				// A short timeout: a leak connects at once, and a probe
+				// stuck on the moment before keeps no others from running.
 				if i%2 == 0 {
-					l.dialPlain(l.web + ":8081")
+					l.dialPlain(l.web+":8081", 100*time.Millisecond)
 				} else {
-					l.dialBound(l.web + ":8081")
+					l.dialBound(l.web+":8081", 100*time.Millisecond)
 				}
 				probes.Add(1)
 			}
