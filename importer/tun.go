@@ -18,6 +18,7 @@ type tunSettings struct {
 	addresses             []string
 	mtu                   int64
 	autoRoute, noHijack   bool
+	strict                bool
 	routeAddress, exclude []string
 }
 
@@ -42,6 +43,9 @@ func (c *conv) addTUN(line int, item string, s tunSettings) {
 	}
 	if s.autoRoute {
 		t.set("auto_route", true)
+		if s.strict {
+			t.set("strict_route", true)
+		}
 	}
 	if len(s.routeAddress) > 0 {
 		t.set("route_address", s.routeAddress)
@@ -121,8 +125,9 @@ func (c *conv) clashTUN(n *yaml.Node, line int, item string) {
 	s.routeAddress = append(strs(get(n, "route-address")), append(strs(get(n, "inet4-route-address")), strs(get(n, "inet6-route-address"))...)...)
 	s.exclude = append(strs(get(n, "route-exclude-address")), append(strs(get(n, "inet4-route-exclude-address")), strs(get(n, "inet6-route-exclude-address"))...)...)
 	s.noHijack = len(strs(get(n, "dns-hijack"))) == 0
-	if getBool(n, "strict-route") {
-		c.report(lineOf(get(n, "strict-route")), item, "strict-route is not converted: switchyard has no strict route")
+	s.strict = getBool(n, "strict-route")
+	if s.strict && !s.autoRoute {
+		c.report(lineOf(get(n, "strict-route")), item, "strict-route is not converted: without auto-route there are no routes for it to guard")
 	}
 	c.addTUN(line, item, s)
 }
@@ -136,8 +141,9 @@ func (c *conv) sbTUN(in *jnode, item string) {
 	s.autoRoute = in.boolean("auto_route")
 	s.routeAddress = append(in.strs("route_address"), append(in.strs("inet4_route_address"), in.strs("inet6_route_address")...)...)
 	s.exclude = append(in.strs("route_exclude_address"), append(in.strs("inet4_route_exclude_address"), in.strs("inet6_route_exclude_address")...)...)
-	if in.boolean("strict_route") {
-		c.report(in.lineOf("strict_route"), item, "strict_route is not converted: switchyard has no strict route")
+	s.strict = in.boolean("strict_route")
+	if s.strict && !s.autoRoute {
+		c.report(in.lineOf("strict_route"), item, "strict_route is not converted: without auto_route there are no routes for it to guard")
 	}
 	c.addTUN(in.line, item, s)
 }

@@ -32,7 +32,7 @@ tun:
   strict-route: true
   dns-hijack: [any:53]
   route-exclude-address: [192.168.0.0/16]
-`, "tun", 2, []string{`name = "utun9"`, `mtu = 1500`, `auto_route = true`, `route_exclude_address = ["192.168.0.0/16"]`}},
+`, "tun", 2, []string{`name = "utun9"`, `mtu = 1500`, `auto_route = true`, `strict_route = true`, `route_exclude_address = ["192.168.0.0/16"]`}},
 		{"mihomo listener", `listeners:
   - name: tun-l
     type: tun
@@ -42,8 +42,8 @@ tun:
 		{"sing-box", `{"inbounds": [
   {"type": "mixed", "tag": "m", "listen": "127.0.0.1", "listen_port": 2080},
   {"type": "tun", "tag": "tun-in", "interface_name": "sb0", "address": ["172.19.0.1/30", "fdfe:dcba:9876::1/126"],
-   "mtu": 9000, "auto_route": true, "stack": "system"}
-], "route": {"final": "direct"}}`, `inbound "tun-in"`, 3, []string{`name = "sb0"`, `addresses = ["172.19.0.1/30", "fdfe:dcba:9876::1/126"]`, `mtu = 9000`, `auto_route = true`}},
+   "mtu": 9000, "auto_route": true, "strict_route": true, "stack": "system"}
+], "route": {"final": "direct"}}`, `inbound "tun-in"`, 3, []string{`name = "sb0"`, `addresses = ["172.19.0.1/30", "fdfe:dcba:9876::1/126"]`, `mtu = 9000`, `auto_route = true`, `strict_route = true`}},
 	}
 	has := loaderHasTUN()
 	for _, tc := range cases {
