@@ -76,7 +76,7 @@ func (l *lowerer) ws(key string, f *fileTransport, t *spec.Transport, defaultHos
 	path, ed, hasEd := l.httpPath(key+".path", f.Path)
 	t.Path = path
 	t.Host = l.httpHost(key+".host", f.Host, defaultHost)
-	t.Headers = l.headers(key+".headers", f.Headers)
+	t.Headers = l.headers(key+".headers", f.Headers, wsHandshakeHeaders, "the WebSocket handshake itself")
 	if hasEd {
 		t.MaxEarlyData = ed
 	}
@@ -176,10 +176,11 @@ func (l *lowerer) httpHost(key string, v *string, def string) string {
 	return h
 }
 
-// headers lowers the extra request headers of a ws transport; nil when
-// there are none. Names are kept as written; two that differ only in case
-// are one header.
-func (l *lowerer) headers(key string, m map[string]string) map[string]string {
+// headers lowers the extra request headers of a ws or xhttp transport; nil
+// when there are none. Names are kept as written; two that differ only in
+// case are one header. The reserved ones (lowercase) are written by, as
+// errors say, the transport itself.
+func (l *lowerer) headers(key string, m map[string]string, reserved []string, by string) map[string]string {
 	var out map[string]string
 	seen := map[string]string{} // lowercase name -> the name written
 	for _, name := range slices.Sorted(maps.Keys(m)) {
@@ -192,8 +193,8 @@ func (l *lowerer) headers(key string, m map[string]string) map[string]string {
 			l.errorf(hkey, "a header value cannot hold control characters (CR, LF, NUL...)")
 		case lower == "host":
 			l.errorf(hkey, "set the transport's host key instead of a Host header")
-		case slices.Contains(wsHandshakeHeaders, lower):
-			l.errorf(hkey, "%s is written by the WebSocket handshake itself", name)
+		case slices.Contains(reserved, lower):
+			l.errorf(hkey, "%s is written by %s", name, by)
 		case seen[lower] != "":
 			l.errorf(hkey, "header %q is set twice (as %q too; header names are case-insensitive)", name, seen[lower])
 		default:

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +42,7 @@ var (
 func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTable *spec.TLS, defaultHost string) {
 	t.Path = l.xhttpPath(key+".path", f.Path)
 	t.Host = l.httpHost(key+".host", f.Host, defaultHost)
-	t.Headers = l.xhttpHeaders(key+".headers", f.Headers)
+	t.Headers = l.headers(key+".headers", f.Headers, xhttpRequestHeaders, "the xhttp transport itself")
 	t.Mode = l.enum(key+".mode", f.Mode, defaultXHTTPMode, xhttpModes)
 	t.XPaddingMin, t.XPaddingMax = l.xPadding(key+".x_padding_bytes", f.XPaddingBytes)
 	packetUp := t.Mode == "packet-up" || t.Mode == "auto"
@@ -102,36 +101,6 @@ func (l *lowerer) xhttpPath(key string, v *string) string {
 		return defaultHTTPPath
 	}
 	return p
-}
-
-// xhttpHeaders lowers the extra request headers of an xhttp transport; nil
-// when there are none.
-func (l *lowerer) xhttpHeaders(key string, m map[string]string) map[string]string {
-	var out map[string]string
-	seen := map[string]string{} // lowercase name -> the name written
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		hkey := key + "." + quoteKey(name)
-		lower := strings.ToLower(name)
-		switch {
-		case !validHeaderName(name):
-			l.errorf(hkey, "%q is not an HTTP header name", name)
-		case !validHeaderValue(m[name]):
-			l.errorf(hkey, "a header value cannot hold control characters (CR, LF, NUL...)")
-		case lower == "host":
-			l.errorf(hkey, "set the transport's host key instead of a Host header")
-		case slices.Contains(xhttpRequestHeaders, lower):
-			l.errorf(hkey, "%s is written by the xhttp transport itself", name)
-		case seen[lower] != "":
-			l.errorf(hkey, "header %q is set twice (as %q too; header names are case-insensitive)", name, seen[lower])
-		default:
-			seen[lower] = name
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = m[name]
-		}
-	}
-	return out
 }
 
 // xPadding lowers x_padding_bytes: "N" or "MIN-MAX", 1..maxXPadding.
