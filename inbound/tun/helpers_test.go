@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.zx2c4.com/wireguard/tun/tuntest"
 
+	"switchyard/inbound/internal/inboundtest"
 	"switchyard/internal/netstack"
 	"switchyard/netx"
 )
@@ -212,35 +213,10 @@ func (l *echoLink) closed() bool {
 // echoServer is a TCP server on loopback that writes back what it reads.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ln, ok := inboundtest.TCPEcho(t, "127.0.0.1:0")
+	if !ok {
+		t.Fatal("cannot listen on 127.0.0.1")
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					c.Write(buf[:n])
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	return ln.Addr().String()
 }
 
