@@ -35,13 +35,15 @@ func main() {
 	streams := fs.Int("streams", 8, "bulk TCP streams")
 	workers := fs.Int("workers", 32, "connection-rate workers")
 	udpers := fs.Int("udp", 8, "UDP echo sockets, each one datagram in flight")
+	window := fs.Int("window", 32, "datagrams in flight per socket of the pipelined UDP echo")
+	only := fs.String("only", "", "measure only this figure: tcp, rate, udp or window (a profile of one path)")
 	fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
 	case "serve":
 		err = serve(*addr)
 	case "measure":
-		err = measure(*addr, *pid, *dur, *streams, *workers, *udpers)
+		err = measure(*addr, *pid, *dur, *streams, *workers, *udpers, *window, *only)
 	default:
 		err = errors.New("unknown mode " + os.Args[1])
 	}
@@ -111,20 +113,33 @@ func cpu(pid int) time.Duration {
 	return time.Duration(u+s) * time.Second / 100 // USER_HZ
 }
 
-func measure(addr string, pid int, d time.Duration, streams, workers, udpers int) error {
-	mbps, cpuPerGB, err := bulk(addr, pid, d, streams)
-	if err != nil {
-		return fmt.Errorf("bulk: %w", err)
+func measure(addr string, pid int, d time.Duration, streams, workers, udpers, window int, only string) error {
+	var mbps, cpuPerGB, cps, pps, wpps, usPerPkt float64
+	var err error
+	if only == "" || only == "tcp" {
+		if mbps, cpuPerGB, err = bulk(addr, pid, d, streams); err != nil {
+			return fmt.Errorf("bulk: %w", err)
+		}
 	}
-	cps, err := rate(addr, d, workers)
-	if err != nil {
-		return fmt.Errorf("rate: %w", err)
+	if only == "" || only == "rate" {
+		if cps, err = rate(addr, d, workers); err != nil {
+			return fmt.Errorf("rate: %w", err)
+		}
 	}
-	pps, err := udpEcho(addr, d, udpers)
-	if err != nil {
-		return fmt.Errorf("udp: %w", err)
+	if only == "" || only == "udp" {
+		if pps, err = udpEcho(addr, d, udpers); err != nil {
+			return fmt.Errorf("udp: %w", err)
+		}
 	}
-	fmt.Printf("tcp_mbps=%.0f conns_per_s=%.0f udp_pps=%.0f cpu_s_per_gb=%.2f\n", mbps, cps, pps, cpuPerGB)
+	if only == "" || only == "window" {
+		c0 := cpu(pid)
+		if wpps, err = udpWindow(addr, d, udpers, window); err != nil {
+			return fmt.Errorf("udp window: %w", err)
+		}
+		// Each reply is two datagrams through the proxy.
+		usPerPkt = (cpu(pid) - c0).Seconds() * 1e6 / (2 * wpps * d.Seconds())
+	}
+	fmt.Printf("tcp_mbps=%.0f conns_per_s=%.0f udp_pps=%.0f udp_window_pps=%.0f cpu_us_per_packet=%.2f cpu_s_per_gb=%.2f\n", mbps, cps, pps, wpps, usPerPkt, cpuPerGB)
 	return nil
 }
 
@@ -230,6 +245,68 @@ func udpEcho(addr string, d time.Duration, socks int) (float64, error) {
 				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 				if _, _, err := c.ReadFromUDP(buf); err == nil {
 					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n.Load() == 0 {
+		return 0, errors.New("no datagram came back")
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+// udpWindow runs socks sockets, each keeping window 64-byte datagrams in
+// flight to the echo server, for d and returns replies per second: the
+// packets per second the path carries when it is kept busy, where udpEcho
+// is bound by one round trip per datagram. A socket that gets no reply for
+// 200 ms counts its datagrams in flight as lost and sends a new window.
+func udpWindow(addr string, d time.Duration, socks, window int) (float64, error) {
+	to, err := net.ResolveUDPAddr("udp", net.JoinHostPort(addr, strconv.Itoa(echoPort)))
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(d)
+	start := time.Now()
+	for range socks {
+		c, err := net.ListenUDP("udp", nil)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		credit := make(chan struct{}, window)
+		for range window {
+			credit <- struct{}{}
+		}
+		wg.Add(2)
+		go func() { // sender: one datagram per credit
+			defer wg.Done()
+			p := make([]byte, 64)
+			for time.Now().Before(end) {
+				select {
+				case <-credit:
+					c.WriteToUDP(p, to)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+		go func() { // receiver: a reply returns its credit
+			defer wg.Done()
+			buf := make([]byte, 2048)
+			for time.Now().Before(end) {
+				c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				if _, _, err := c.ReadFromUDP(buf); err != nil {
+					for len(credit) < window {
+						credit <- struct{}{}
+					}
+					continue
+				}
+				n.Add(1)
+				select {
+				case credit <- struct{}{}:
+				default:
 				}
 			}
 		}()

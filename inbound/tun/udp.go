@@ -73,7 +73,7 @@ func (as *associations) get(src netip.AddrPort) *association {
 		as.mu.Unlock()
 		return a
 	}
-	if as.closed || !as.in.begin() {
+	if as.closed {
 		as.mu.Unlock()
 		return nil
 	}
@@ -88,6 +88,16 @@ func (as *associations) get(src netip.AddrPort) *association {
 	}
 	flow := netx.Flow{Network: netx.UDP, Src: src, Inbound: as.in.cfg.Tag, SniffPackets: as.in.cfg.Sniff}
 	a := &association{as: as, src: src, link: as.in.conn.OpenAssociation(flow)}
+	// A link that pushes its replies writes each to the device on the
+	// reader that received it: no hand-off to a goroutine of ours.
+	p, push := a.link.(netx.PacketPusher)
+	if push {
+		p.PushPackets(a.reply)
+	} else if !as.in.begin() {
+		as.mu.Unlock()
+		a.link.Close()
+		return nil
+	}
 	a.touch()
 	as.m[src] = a
 	as.mu.Unlock()
@@ -95,7 +105,9 @@ func (as *associations) get(src netip.AddrPort) *association {
 		as.in.log.Debug("tun udp association evicted at the bound", "source", evicted.src, "bound", as.in.cfg.MaxAssociations)
 		evicted.link.Close()
 	}
-	go a.replies()
+	if !push {
+		go a.replies()
+	}
 	return a
 }
 
@@ -167,27 +179,46 @@ func (a *association) send(p []byte, dst netip.AddrPort) {
 	a.link.WritePacket(p, netx.AddrFromAddrPort(dst)) //nolint:errcheck // a closed link drops it; its reader removes it
 }
 
-// replies writes every reply of the link to the application, from the peer
-// it came from, until the link closes.
+// replies writes every reply of a link that does not push them to the
+// application, until the link closes.
 func (a *association) replies() {
 	in := a.as.in
 	defer in.wg.Done()
 	defer a.as.remove(a)
 	buf := make([]byte, packetOffset+udpHeaders+maxUDPPayload)
-	payload := buf[packetOffset+udpHeaders:]
 	for {
-		n, from, err := a.link.ReadPacket(payload)
+		n, from, err := a.link.ReadPacket(buf[packetOffset+udpHeaders:])
 		if err != nil {
 			return
 		}
-		a.touch()
-		peer, ok := a.sent.source(from, in.cfg.IsFake)
-		if !ok {
-			continue
-		}
-		if p, ok := buildUDP(buf, peer, a.src, n, in.cfg.MTU); ok {
-			in.writePacket(p)
-		}
+		a.write(buf, n, from)
+	}
+}
+
+// reply writes one reply a pushing link's reader received to the
+// application. Readers of different sub-links call it at once, each with
+// a buffer of its own.
+func (a *association) reply(p []byte, from netx.Addr) {
+	bp := netx.GetBuf(packetOffset + udpHeaders + len(p))
+	defer netx.PutBuf(bp)
+	buf := *bp
+	if len(buf) < packetOffset+udpHeaders+len(p) {
+		return // longer than any datagram a link delivers
+	}
+	a.write(buf, copy(buf[packetOffset+udpHeaders:], p), from)
+}
+
+// write writes the reply of n bytes at buf[packetOffset+udpHeaders:] to the
+// application, from the peer it came from.
+func (a *association) write(buf []byte, n int, from netx.Addr) {
+	in := a.as.in
+	a.touch()
+	peer, ok := a.sent.source(from, in.cfg.IsFake)
+	if !ok {
+		return
+	}
+	if p, ok := buildUDP(buf, peer, a.src, n, in.cfg.MTU); ok {
+		in.writePacket(p)
 	}
 }
 
