@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 
 	utls "github.com/refraction-networking/utls"
 )
@@ -40,6 +41,53 @@ type recordConn struct {
 	// src replaces the TCP conn as what is read (the fuzz target); nil:
 	// the TCP conn.
 	src io.Reader
+	// nowait: a read that would wait for the socket fails with
+	// errWouldBlock instead (TLSStream.Read's fill); the reading
+	// goroutine's alone.
+	nowait bool
+	rc     syscall.RawConn
+}
+
+// errWouldBlock is a read of a nowait recordConn with nothing to read. It
+// is a temporary net.Error, which the TLS layer does not keep: its next
+// read goes on from where this one stopped.
+var errWouldBlock error = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "transport: nothing to read yet" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// socketRead reads the TCP conn, without waiting when nowait is set.
+func (c *recordConn) socketRead(p []byte) (int, error) {
+	if !c.nowait {
+		return c.TCPConn.Read(p)
+	}
+	if c.rc == nil {
+		rc, err := c.TCPConn.SyscallConn()
+		if err != nil {
+			return 0, errWouldBlock
+		}
+		c.rc = rc
+	}
+	var n int
+	var rerr error
+	if err := c.rc.Read(func(fd uintptr) bool {
+		n, rerr = syscall.Read(int(fd), p)
+		return true
+	}); err != nil {
+		return 0, errWouldBlock
+	}
+	switch {
+	case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+		return 0, errWouldBlock
+	case rerr != nil:
+		return 0, errWouldBlock // the waiting read that follows reports it
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // ErrSteppedDown is the error of a read of the TLS layer once the flow has
@@ -58,7 +106,7 @@ func (c *recordConn) Read(p []byte) (int, error) {
 			c.r += n
 			return n, nil
 		}
-		return c.TCPConn.Read(p)
+		return c.socketRead(p)
 	}
 	if c.buf == nil {
 		c.buf = make([]byte, recordBuf)
@@ -93,11 +141,13 @@ func (c *recordConn) fill() error {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
 	}
-	var src io.Reader = c.TCPConn
+	var n int
+	var err error
 	if c.src != nil {
-		src = c.src
+		n, err = c.src.Read(c.buf[c.w:])
+	} else {
+		n, err = c.socketRead(c.buf[c.w:])
 	}
-	n, err := src.Read(c.buf[c.w:])
 	c.w += n
 	if n > 0 {
 		return nil
@@ -123,6 +173,34 @@ type TLSStream struct {
 	net.Conn // the TLS conn
 	raw      *recordConn
 	version  uint16
+}
+
+// fillMin is the room a read of a TLSStream must have left to take another
+// record that is already there.
+const fillMin = 4 << 10
+
+// Read returns the plaintext of the next record, and of the records after
+// it already received, as far as p has room (each Read of the TLS layer
+// returns one record's): a relay then writes a read's worth at once. Only
+// a stream that will not step down reads ahead: before, each read takes
+// one record (Beneath).
+func (s *TLSStream) Read(p []byte) (int, error) {
+	n, err := s.Conn.Read(p)
+	if err != nil || !s.raw.open || s.raw.src != nil {
+		return n, err
+	}
+	for len(p)-n >= fillMin {
+		s.raw.nowait = true
+		m, err := s.Conn.Read(p[n:])
+		s.raw.nowait = false
+		n += m
+		if err != nil || m == 0 {
+			// Nothing more yet; an error the TLS layer kept comes with the
+			// next read.
+			break
+		}
+	}
+	return n, nil
 }
 
 // TLSVersion is the version the handshake settled on.
