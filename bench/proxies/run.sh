@@ -16,6 +16,10 @@
 #              the same Xray server (Trojan over TLS, the bench certificate).
 #              socksbench's bytes are not TLS, so Vision's padding ends after
 #              a few buffers and the flow stays inside REALITY's TLS
+#   vless-reality-tls  the same, with socksbench's bulk streams running TLS
+#              1.3 end to end (-tls): Vision steps down once the inner TLS
+#              carries application data, and the clients copy (or splice)
+#              the inner records on the TCP connection
 #   vmess      VMess, security aes-128-gcm, over TCP
 #   trojan     Trojan over TLS
 #   vless-xhttp  VLESS over XHTTP (mode auto: packet-up) over TLS, HTTP/2; no
@@ -239,8 +243,11 @@ server = \"127.0.0.1:$port\"
 password = \"$password\"
 $sy_tls"
 		;;
-	vless-reality)
+	vless-reality | vless-reality-tls)
 		label="vless + vision over reality"
+		if [ "$c" = vless-reality-tls ]; then
+			label="vless + vision over reality, TLS 1.3 inside (vision steps down)"
+		fi
 		local target_port reality_key reality_pub
 		target_port=$(free_port)
 		wg_keys reality_key reality_pub
@@ -304,9 +311,9 @@ status=0
 read -r -a cases <<<"${BENCH_CASES:-vless vless-reality vmess trojan ss hysteria2 wireguard vless-xhttp}"
 for c in "${cases[@]}"; do
 	case "$c" in
-	vless | vless-reality | vmess | trojan | ss | hysteria2 | wireguard | vless-xhttp) ;;
+	vless | vless-reality | vless-reality-tls | vmess | trojan | ss | hysteria2 | wireguard | vless-xhttp) ;;
 	*)
-		echo "run.sh: unknown case $c (want vless, vless-reality, vmess, trojan, ss, hysteria2, wireguard or vless-xhttp)" >&2
+		echo "run.sh: unknown case $c (want vless, vless-reality, vless-reality-tls, vmess, trojan, ss, hysteria2, wireguard or vless-xhttp)" >&2
 		exit 2
 		;;
 	esac
@@ -397,7 +404,11 @@ EOF
 
 	echo
 	echo "== $label: $names, clients of one xray server"
-	"$work/socksbench" "${targets[@]}" -dest "$dest" "$@" || status=$?
+	inner=()
+	if [ "$c" = vless-reality-tls ]; then
+		inner=(-tls)
+	fi
+	"$work/socksbench" "${targets[@]}" -dest "$dest" "${inner[@]}" "$@" || status=$?
 
 	for log in "$dir"/*.log; do
 		# Xray warns at start that Trojan and Shadowsocks are deprecated

@@ -45,6 +45,7 @@ type config struct {
 	quiet   time.Duration
 	retries int
 	only    map[string]bool
+	tls     bool // the bulk streams run TLS 1.3 end to end
 }
 
 // phases, in the order they run: memory first, while the proxies are
@@ -95,6 +96,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.retries, "retries", benchkit.EnvInt("BENCH_RETRIES", 2), "repeat a timed run marked DISTURBED up to this many times; every run counts toward the best (env BENCH_RETRIES)")
 	fs.StringVar(&dest, "dest", benchkit.EnvString("BENCH_DEST", "127.0.0.1"), "local IP `address` the harness's sink, source and echo servers listen on and every SOCKS5 CONNECT asks for (env BENCH_DEST)")
 	fs.StringVar(&only, "only", os.Getenv("BENCH_ONLY"), "comma-separated subset of phases: mem,up,down,rate (env BENCH_ONLY; default all)")
+	fs.BoolVar(&c.tls, "tls", envBool("BENCH_TLS"), "bulk streams run TLS 1.3 end to end through the proxy, as HTTPS does (sink and source are TLS servers); the proxy's CPU then excludes that TLS, which the harness does (env BENCH_TLS)")
 	fs.BoolVar(&quick, "quick", envBool("BENCH_QUICK"), "smoke run: 2 s runs, 0.5 s warm-up, one round, one batch of 500 (flags given explicitly still win) (env BENCH_QUICK)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -223,7 +225,7 @@ func run(c *config, w io.Writer) error {
 			return err
 		}
 	}
-	s, err := startServers(c.dest)
+	s, err := startServers(c.dest, c.tls)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (p *miniProxy) serve(c net.Conn) {
 }
 
 func TestSOCKSConnectReplyAddressTypes(t *testing.T) {
-	s, err := startServers(netip.MustParseAddr("127.0.0.1"))
+	s, err := startServers(netip.MustParseAddr("127.0.0.1"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestParseFlagsDest(t *testing.T) {
 // that a CONNECT through a proxy reaches them there.
 func TestServersOnDest(t *testing.T) {
 	ip := netip.MustParseAddr("127.0.0.2") // loopback too on Linux, but not 127.0.0.1
-	s, err := startServers(ip)
+	s, err := startServers(ip, false)
 	if err != nil {
 		t.Skipf("cannot listen on %v: %v", ip, err)
 	}

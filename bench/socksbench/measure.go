@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -53,6 +54,9 @@ func measureBulk(t target, s *servers, up bool, streams int, warm, dur time.Dura
 	}
 	for range streams {
 		c, err := dialSOCKS(t.addr, dst, dialTimeout)
+		if err == nil && s.clientTLS != nil {
+			c, err = tlsHandshake(c, s.clientTLS)
+		}
 		if err != nil {
 			closeAll()
 			return bulkResult{}, err
@@ -422,4 +426,17 @@ func procFDLimit(pid int) int {
 		return n
 	}
 	return 0
+}
+
+// tlsHandshake runs TLS over a proxied connection (-tls), within
+// dialTimeout; a failure closes c.
+func tlsHandshake(c net.Conn, conf *tls.Config) (net.Conn, error) {
+	tc := tls.Client(c, conf)
+	tc.SetDeadline(time.Now().Add(dialTimeout))
+	if err := tc.Handshake(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("tls through the proxy: %w", err)
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, nil
 }

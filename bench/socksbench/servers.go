@@ -1,8 +1,15 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -31,6 +38,11 @@ type servers struct {
 	live [4]atomic.Int64
 
 	lns []net.Listener
+
+	// clientTLS, with -tls: the bulk streams run TLS 1.3 end to end (the
+	// sink and source are TLS servers), as an application's HTTPS
+	// through the proxy; nil otherwise.
+	clientTLS *tls.Config
 }
 
 const (
@@ -40,10 +52,23 @@ const (
 	srvHold
 )
 
-// startServers starts every server on ip, each on a port of its own.
-func startServers(ip netip.Addr) (*servers, error) {
+// startServers starts every server on ip, each on a port of its own; with
+// useTLS the sink and the source speak TLS 1.3 (a fresh self-signed
+// certificate).
+func startServers(ip netip.Addr, useTLS bool) (*servers, error) {
 	s := &servers{}
 	handlers := []func(net.Conn){s.serveSink, s.serveSource, s.serveReqRep, s.serveHold}
+	if useTLS {
+		server, client, err := tlsConfigs()
+		if err != nil {
+			return nil, err
+		}
+		s.clientTLS = client
+		for _, i := range []int{srvSink, srvSource} {
+			h := handlers[i]
+			handlers[i] = func(c net.Conn) { h(tls.Server(c, server)) }
+		}
+	}
 	addrs := []*netip.AddrPort{&s.sink, &s.source, &s.reqrep, &s.hold}
 	for i, h := range handlers {
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
@@ -172,3 +197,34 @@ func fill(b []byte) {
 }
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// tlsConfigs are the bulk servers' TLS 1.3 configuration, with a fresh
+// self-signed certificate, and the clients', which trusts it.
+func tlsConfigs() (server, client *tls.Config, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "socksbench"},
+		DNSNames:     []string{"socksbench"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	server = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}}
+	client = &tls.Config{MinVersion: tls.VersionTLS13, ServerName: "socksbench", RootCAs: pool}
+	return server, client, nil
+}
