@@ -203,6 +203,16 @@ func (s *TLSStream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadReceived reads as Read does what was already received, without
+// waiting: 0 and no error when nothing is there yet. Before the flow
+// stays on TLS it reads one record at the most, as Read.
+func (s *TLSStream) ReadReceived(p []byte) int {
+	s.raw.nowait = true
+	n, _ := s.Conn.Read(p)
+	s.raw.nowait = false
+	return n
+}
+
 // TLSVersion is the version the handshake settled on.
 func (s *TLSStream) TLSVersion() uint16 { return s.version }
 

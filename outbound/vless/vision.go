@@ -225,6 +225,9 @@ func (c *visionConn) Read(p []byte) (int, error) {
 			n := copy(p, c.out)
 			c.out = c.out[n:]
 			c.drained()
+			if len(c.out) == 0 {
+				n += c.received(p[n:])
+			}
 			return n, nil
 		}
 		if c.rDirect {
@@ -247,6 +250,68 @@ func (c *visionConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// received decodes into p the padded records already received, without
+// waiting, while p has room and the padding lasts: a relay then writes
+// many records' content at once (a server that never sees the inner TLS's
+// records end at a read's end pads a bulk download to its end). What does
+// not fit waits in c.out. It returns how much it put in p; an error waits
+// for the next Read.
+func (c *visionConn) received(p []byte) int {
+	n := 0
+	for len(p)-n >= minReceived && c.hdrDone && !c.plain && !c.rDirect && c.bad == nil {
+		m := c.s.ReadReceived(c.rbuf)
+		if m == 0 {
+			break
+		}
+		data := c.rbuf[:m]
+		// The content and what follows the padding are at most m bytes:
+		// they go into p when it has room for m.
+		spill := m > len(p)-n
+		dst := p[n:n]
+		if spill {
+			dst = c.outBuf[:0]
+		}
+		out, took, err := c.unpad.Feed(dst, data)
+		if err != nil {
+			c.bad = err
+			break
+		}
+		c.mu.Lock()
+		c.filter.Look(out)
+		c.mu.Unlock()
+		if ended, cmd := c.unpad.Ended(); ended {
+			out = append(out, data[took:]...)
+			c.ended(cmd)
+		}
+		if spill {
+			k := copy(p[n:], out)
+			n += k
+			c.outBuf = out[:0]
+			c.out = out[k:]
+			break
+		}
+		n += len(out)
+	}
+	return n
+}
+
+// minReceived is the room a read must have left to take a record already
+// received.
+const minReceived = 4 << 10
+
+// ended steps the reads down after the padding ended with cmd: to the TCP
+// conn on Direct, else to the TLS stream unchanged.
+func (c *visionConn) ended(cmd byte) {
+	if cmd == codec.CommandDirect {
+		_, c.raw = c.s.Beneath()
+		c.rDirect = true
+		c.rDown.Store(true)
+		return
+	}
+	c.plain = true
+	c.s.StayOnTLS()
 }
 
 // drained lets a relay read the TCP conn itself once the reads stepped
@@ -311,14 +376,7 @@ func (c *visionConn) record() error {
 	c.mu.Unlock()
 	if ended, cmd := c.unpad.Ended(); ended {
 		out = append(out, data[took:]...)
-		if cmd == codec.CommandDirect {
-			_, c.raw = c.s.Beneath()
-			c.rDirect = true
-			c.rDown.Store(true)
-		} else {
-			c.plain = true
-			c.s.StayOnTLS()
-		}
+		c.ended(cmd)
 	}
 	c.outBuf = out[:0]
 	c.out = out
