@@ -207,7 +207,7 @@ const (
 	// xhttpIdle closes an idle HTTP/2 connection after this long.
 	xhttpIdle = 60 * time.Second
 	// xhIdleMax bounds the idle HTTP/2 connections kept.
-	xhIdleMax = 32
+	xhIdleMax = 128
 	// xhIdleTries bounds the idle connections one dial tries before it
 	// connects afresh.
 	xhIdleTries = 2
