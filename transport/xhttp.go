@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -50,6 +51,8 @@ type xhttpConfig struct {
 	query       string // the query every request carries
 	headers     http.Header
 	padMin      int
+	xs          string // padMax "X"s, which every padding is a prefix of
+	referer     string // the Referer up to its padding
 	padMax      int
 	maxPost     int
 	minInterval time.Duration
@@ -119,6 +122,8 @@ func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn [
 	if x.maxPost <= 0 {
 		x.maxPost = xhttpMaxPost
 	}
+	x.xs = strings.Repeat("X", x.padMax)
+	x.referer = (&url.URL{Scheme: x.scheme, Host: x.host, Path: x.path}).String() + "?x_padding="
 	x.headers = http.Header{}
 	for k, v := range t.Headers {
 		x.headers.Set(k, v)
@@ -139,15 +144,13 @@ func (x *xhttpConfig) alpn() []string {
 
 // padding is a fresh x_padding: padMin..padMax "X"s (uniform). X has an
 // 8-bit HPACK Huffman code, so the padding keeps its length on the wire.
+// Its length needs no secret: math/rand draws it.
 func (x *xhttpConfig) padding() string {
 	n := x.padMin
 	if span := x.padMax - x.padMin; span > 0 {
-		r, err := rand.Int(rand.Reader, big.NewInt(int64(span)+1))
-		if err == nil {
-			n += int(r.Int64())
-		}
+		n += mrand.IntN(span + 1)
 	}
-	return strings.Repeat("X", n)
+	return x.xs[:n]
 }
 
 // request builds one request of the flow: method on the base path with the
@@ -156,8 +159,7 @@ func (x *xhttpConfig) padding() string {
 func (x *xhttpConfig) request(ctx context.Context, method, sub string) *http.Request {
 	u := &url.URL{Scheme: x.scheme, Host: x.host, Path: x.path + sub, RawQuery: x.query}
 	h := x.headers.Clone()
-	ref := url.URL{Scheme: x.scheme, Host: x.host, Path: x.path, RawQuery: "x_padding=" + x.padding()}
-	h.Set("Referer", ref.String())
+	h["Referer"] = []string{x.referer + x.padding()}
 	req := &http.Request{
 		Method:     method,
 		URL:        u,
