@@ -91,6 +91,10 @@ func (in *Inbound) begin() bool {
 // echo request excepted (icmp.go).
 func (in *Inbound) readDevice() {
 	defer in.wg.Done()
+	if f, ok := rawFile(in.dev); ok {
+		in.readRaw(f)
+		return
+	}
 	batch := max(in.dev.BatchSize(), 1)
 	bufs := make([][]byte, batch)
 	for i := range bufs {

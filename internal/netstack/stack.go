@@ -244,7 +244,13 @@ func copyPacket(dst []byte, pkt *stack.PacketBuffer) int {
 // InjectPacket hands p to the stack as received on its interface, by the
 // IP version in its first byte; a packet of no IP version is dropped, and
 // so is every packet after Close. p is copied.
-func (st *Stack) InjectPacket(p []byte) {
+func (st *Stack) InjectPacket(p []byte) { st.InjectReceived(p, false) }
+
+// InjectReceived hands p to the stack as InjectPacket does; with
+// validated the stack trusts its transport checksum (a packet the local
+// kernel handed over with the checksum left to offload, or a segment it
+// did not cut). p is copied.
+func (st *Stack) InjectReceived(p []byte, validated bool) {
 	if len(p) == 0 {
 		return
 	}
@@ -258,6 +264,7 @@ func (st *Stack) InjectPacket(p []byte) {
 		return
 	}
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(p)})
+	pkt.RXChecksumValidated = validated
 	st.ep.InjectInbound(proto, pkt)
 	pkt.DecRef()
 }

@@ -1,0 +1,143 @@
+package tun
+
+import (
+	"bytes"
+	"testing"
+
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+)
+
+type emitted struct {
+	p         []byte
+	validated bool
+}
+
+func collect(out *[]emitted) func([]byte, bool) {
+	return func(p []byte, v bool) { *out = append(*out, emitted{bytes.Clone(p), v}) }
+}
+
+// ipv4UDP is an IPv4 UDP packet of payload with lengths that are wrong, as
+// the kernel leaves them in a segment it offloaded.
+func ipv4UDP(payload []byte) []byte {
+	p := make([]byte, header.IPv4MinimumSize+header.UDPMinimumSize+len(payload))
+	header.IPv4(p).Encode(&header.IPv4Fields{TotalLength: 1, ID: 7, TTL: 64, Protocol: uint8(header.UDPProtocolNumber),
+		SrcAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), DstAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 2})})
+	header.UDP(p[20:]).Encode(&header.UDPFields{SrcPort: 1000, DstPort: 2000, Length: 1})
+	copy(p[28:], payload)
+	return p
+}
+
+func TestOffloadedUDPIsCutIntoItsDatagrams(t *testing.T) {
+	payload := make([]byte, 2500)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	var out []emitted
+	h := virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 1000, csumStart: 20}
+	if _, err := offloaded(h, ipv4UDP(payload), nil, collect(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 {
+		t.Fatalf("%d datagrams, want 3", len(out))
+	}
+	for i, e := range out {
+		ip := header.IPv4(e.p)
+		want := payload[i*1000 : min(i*1000+1000, len(payload))]
+		u := header.UDP(e.p[20:])
+		switch {
+		case !e.validated:
+			t.Errorf("datagram %d: not trusted", i)
+		case int(ip.TotalLength()) != len(e.p) || !ip.IsChecksumValid():
+			t.Errorf("datagram %d: total length %d of %d, header checksum valid %v", i, ip.TotalLength(), len(e.p), ip.IsChecksumValid())
+		case ip.ID() != uint16(7+i):
+			t.Errorf("datagram %d: id %d", i, ip.ID())
+		case int(u.Length()) != 8+len(want) || u.SourcePort() != 1000 || u.DestinationPort() != 2000:
+			t.Errorf("datagram %d: udp header %v", i, u)
+		case !bytes.Equal(e.p[28:], want):
+			t.Errorf("datagram %d: payload differs", i)
+		}
+	}
+}
+
+func TestOffloadedIPv6UDP(t *testing.T) {
+	p := make([]byte, 40+8+1500)
+	header.IPv6(p).Encode(&header.IPv6Fields{PayloadLength: 1, TransportProtocol: header.UDPProtocolNumber, HopLimit: 64,
+		SrcAddr: tcpip.AddrFrom16([16]byte{0xfd, 15: 1}), DstAddr: tcpip.AddrFrom16([16]byte{0xfd, 15: 2})})
+	var out []emitted
+	h := virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 1200, csumStart: 40}
+	if _, err := offloaded(h, p, nil, collect(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || header.IPv6(out[0].p).PayloadLength() != 1208 || header.IPv6(out[1].p).PayloadLength() != 308 {
+		t.Fatalf("%d datagrams", len(out))
+	}
+}
+
+func TestOffloadedTCPGoesWhole(t *testing.T) {
+	p := make([]byte, 40+30000)
+	header.IPv4(p).Encode(&header.IPv4Fields{TotalLength: 0, TTL: 64, Protocol: uint8(header.TCPProtocolNumber),
+		SrcAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 1}), DstAddr: tcpip.AddrFrom4([4]byte{10, 0, 0, 2})})
+	header.TCP(p[20:]).Encode(&header.TCPFields{SrcPort: 1, DstPort: 2, DataOffset: 20, Flags: header.TCPFlagAck})
+	var out []emitted
+	if _, err := offloaded(virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_TCPV4, gsoSize: 1448, csumStart: 20}, p, nil, collect(&out)); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || len(out[0].p) != len(p) || !out[0].validated {
+		t.Fatalf("%d packets", len(out))
+	}
+	if ip := header.IPv4(out[0].p); int(ip.TotalLength()) != len(p) || !ip.IsChecksumValid() {
+		t.Fatalf("total length %d, header checksum valid %v", ip.TotalLength(), ip.IsChecksumValid())
+	}
+}
+
+func TestOffloadChecksumTrust(t *testing.T) {
+	p := ipv4UDP([]byte("x"))
+	for _, flags := range []byte{0, unix.VIRTIO_NET_HDR_F_NEEDS_CSUM} {
+		var out []emitted
+		if _, err := offloaded(virtioHdr{flags: flags}, p, nil, collect(&out)); err != nil || len(out) != 1 {
+			t.Fatalf("flags %d: %v, %d packets", flags, err, len(out))
+		}
+		if out[0].validated != (flags != 0) {
+			t.Fatalf("flags %d: trusted %v", flags, out[0].validated)
+		}
+	}
+}
+
+func TestOffloadedGarbageIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		h virtioHdr
+		p []byte
+	}{
+		{virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_TCPV4}, []byte{0x45, 0}},
+		{virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_TCPV4}, make([]byte, 70000)},
+		{virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 0, csumStart: 20}, ipv4UDP(make([]byte, 100))},
+		{virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 10, csumStart: 60}, ipv4UDP(make([]byte, 10))},
+		{virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 10, csumStart: 24}, ipv4UDP(make([]byte, 100))},
+		{virtioHdr{gsoType: 9}, ipv4UDP(nil)},
+	} {
+		var out []emitted
+		if _, err := offloaded(c.h, c.p, nil, collect(&out)); err == nil || len(out) != 0 {
+			t.Errorf("%+v, %d bytes: %v, %d packets", c.h, len(c.p), err, len(out))
+		}
+	}
+}
+
+func FuzzOffloaded(f *testing.F) {
+	f.Add(append([]byte{0, unix.VIRTIO_NET_HDR_GSO_UDP_L4, 0, 0, 0xe8, 3, 20, 0, 6, 0}, ipv4UDP(make([]byte, 2500))...))
+	f.Add(append([]byte{1, 0, 0, 0, 0, 0, 20, 0, 6, 0}, ipv4UDP([]byte("x"))...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < virtioHdrLen {
+			return
+		}
+		h := parseVirtioHdr(b)
+		p := b[virtioHdrLen:]
+		n := len(p)
+		offloaded(h, p, nil, func(d []byte, _ bool) {
+			if len(d) > 65535 || len(d) > n+header.IPv6MinimumSize+header.UDPMinimumSize {
+				t.Fatalf("a %d-byte packet out of %d bytes", len(d), n)
+			}
+		})
+	})
+}
