@@ -3,8 +3,10 @@
 // accept-and-close server and a UDP echo. As "measure" it runs in the
 // client's namespace, whose default route goes into the proxy's TUN, and
 // measures through it: TCP upload throughput over -streams streams,
-// connections per second, UDP echo packets per second, and the proxy's
-// CPU seconds (from /proc) per GB moved. It prints one line of figures.
+// connections per second, UDP echo packets per second with one datagram in
+// flight per socket and with -window in flight, the proxy's CPU (from
+// /proc) per datagram of the pipelined run and per GB of the TCP run. It
+// prints one line of figures; -only measures one of them.
 package main
 
 import (

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# TUN inbound throughput, connection rate, UDP packets per second and CPU
-# per GB, switchyard vs sing-box (gVisor stack) side by side in one run, in
+# TUN inbound throughput, connection rate, UDP packets per second (one
+# datagram in flight per socket, and 32 in flight), CPU per UDP packet and
+# CPU per GB, switchyard vs sing-box (gVisor stack) side by side in one run, in
 # the same namespace setup: a client namespace whose default route goes
 # into the proxy's TUN device, and a servers' namespace behind a veth pair
 # that only the proxy's own (marked) sockets have a route to. Each proxy
@@ -111,11 +112,12 @@ field() { # file key
 	tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"
 }
 printf '%-16s %12s %12s %8s\n' figure switchyard sing-box ratio
-for k in tcp_mbps conns_per_s udp_pps cpu_s_per_gb; do
+for k in tcp_mbps conns_per_s udp_pps udp_window_pps cpu_us_per_packet cpu_s_per_gb; do
 	a=$(field "$work/switchyard.out" "$k")
 	b=$(field "$work/sing-box.out" "$k")
 	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
 	printf '%-16s %12s %12s %8s\n' "$k" "$a" "$b" "$r"
 done
-echo "(cpu_s_per_gb: lower is better; the ratio of the others: higher is better)"
+echo "(udp_pps: 8 sockets, one datagram in flight each; udp_window_pps: 8 sockets, 32 in flight each;"
+echo " cpu_us_per_packet, of the pipelined run, and cpu_s_per_gb: lower is better; the others: higher is better)"
 grep -i -h 'error\|panic' "$work"/*.log >&2 || true
