@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"crypto/tls"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -108,5 +110,65 @@ func TestRecordConnKeepsACutHeader(t *testing.T) {
 	}
 	if !bytes.Equal(got, []byte{0x17, 3, 3, 0, 2, 'h', 'i'}) {
 		t.Fatalf("read %x", got)
+	}
+}
+
+// A nowait read with nothing received fails at once, with a temporary
+// error the TLS layer does not keep; with bytes there it reads them.
+func TestRecordConnNowait(t *testing.T) {
+	c, s := loopback(t)
+	rc := &recordConn{TCPConn: c, open: true, nowait: true}
+	start := time.Now()
+	if n, err := rc.Read(make([]byte, 16)); n != 0 || err != errWouldBlock {
+		t.Fatalf("nothing there: %d, %v", n, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a nowait read waited %v", d)
+	}
+	if ne, ok := errWouldBlock.(net.Error); !ok || !ne.Timeout() {
+		t.Fatal("errWouldBlock is no temporary net.Error")
+	}
+	s.Write([]byte("there"))
+	time.Sleep(50 * time.Millisecond)
+	buf := make([]byte, 16)
+	if n, err := rc.Read(buf); err != nil || string(buf[:n]) != "there" {
+		t.Fatalf("bytes there: %q, %v", buf[:n], err)
+	}
+	s.Close()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := rc.Read(buf); err != io.EOF {
+		t.Fatalf("after the peer closed: %v", err)
+	}
+}
+
+// A stream that stays on TLS reads every record already received in one
+// Read, as far as the buffer has room; before, one record a Read.
+func TestTLSStreamReadTakesTheRecordsReceived(t *testing.T) {
+	p := newPKI(t)
+	c, s := loopback(t)
+	srv := tls.Server(s, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+	go func() {
+		if srv.Handshake() != nil {
+			return
+		}
+		for _, r := range []string{"one ", "two ", "three ", "four"} {
+			srv.Write([]byte(r)) // a record each
+		}
+	}()
+	rc := &recordConn{TCPConn: c}
+	tc := tls.Client(rc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	st := &TLSStream{Conn: tc, raw: rc, version: tls.VersionTLS13}
+	buf := make([]byte, 64<<10)
+	time.Sleep(300 * time.Millisecond) // every record is received
+	if n, err := st.Read(buf); err != nil || string(buf[:n]) != "one " {
+		t.Fatalf("before StayOnTLS: %q, %v", buf[:n], err)
+	}
+	st.StayOnTLS()
+	if n, err := st.Read(buf); err != nil || string(buf[:n]) != "two three four" {
+		t.Fatalf("on TLS: %q, %v", buf[:n], err)
 	}
 }

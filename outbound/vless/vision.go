@@ -273,17 +273,9 @@ func (c *visionConn) received(p []byte) int {
 		if spill {
 			dst = c.outBuf[:0]
 		}
-		out, took, err := c.unpad.Feed(dst, data)
+		out, err := c.unpadded(dst, data)
 		if err != nil {
-			c.bad = err
 			break
-		}
-		c.mu.Lock()
-		c.filter.Look(out)
-		c.mu.Unlock()
-		if ended, cmd := c.unpad.Ended(); ended {
-			out = append(out, data[took:]...)
-			c.ended(cmd)
 		}
 		if spill {
 			k := copy(p[n:], out)
@@ -366,10 +358,23 @@ func (c *visionConn) record() error {
 			return nil
 		}
 	}
-	out, took, err := c.unpad.Feed(c.outBuf[:0], data)
+	out, err := c.unpadded(c.outBuf[:0], data)
+	if err != nil {
+		return err
+	}
+	c.outBuf = out[:0]
+	c.out = out
+	return nil
+}
+
+// unpadded appends to dst the content of one record's plaintext data,
+// and, once a block ends the padding, the bytes after it, stepping the
+// reads down; a block that does not parse fails the reads for good.
+func (c *visionConn) unpadded(dst, data []byte) ([]byte, error) {
+	out, took, err := c.unpad.Feed(dst, data)
 	if err != nil {
 		c.bad = err
-		return err
+		return nil, err
 	}
 	c.mu.Lock()
 	c.filter.Look(out)
@@ -378,9 +383,7 @@ func (c *visionConn) record() error {
 		out = append(out, data[took:]...)
 		c.ended(cmd)
 	}
-	c.outBuf = out[:0]
-	c.out = out
-	return nil
+	return out, nil
 }
 
 // CloseWrite ends the flow's bytes toward the server: on the TCP conn once

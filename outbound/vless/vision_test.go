@@ -126,3 +126,87 @@ func TestVisionReadsStepDownOnDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The padded records already received come out of one Read, up to the one
+// whose block ends the padding: a relay writes them at once. What follows
+// the Direct block comes from the TCP conn, after them.
+func TestVisionReadTakesTheRecordsReceived(t *testing.T) {
+	cert := testcert.New(t, "v.test")
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	id, _ := codec.ParseUUID(testUUID)
+	pieces := []string{"hello ", "first ", "second ", "third ", "end "}
+	served := make(chan error, 1)
+	go func() {
+		raw, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer raw.Close()
+		tc := tls.Server(raw, &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, MinVersion: tls.VersionTLS13})
+		if err := tc.Handshake(); err != nil {
+			served <- err
+			return
+		}
+		if _, err := io.ReadFull(tc, make([]byte, 1+16+1+18+1)); err != nil {
+			served <- err
+			return
+		}
+		// Each Write is a record of its own.
+		writes := [][]byte{codec.AppendBlock([]byte{0, 0}, &id, []byte(pieces[0]), codec.CommandContinue, true)}
+		for _, p := range pieces[1 : len(pieces)-1] {
+			writes = append(writes, codec.AppendBlock(nil, nil, []byte(p), codec.CommandContinue, false))
+		}
+		writes = append(writes, codec.AppendBlock(nil, nil, []byte(pieces[len(pieces)-1]), codec.CommandDirect, false))
+		for _, w := range writes {
+			if _, err := tc.Write(w); err != nil {
+				served <- err
+				return
+			}
+		}
+		raw.Write([]byte("raw bytes"))
+		io.Copy(io.Discard, raw)
+		served <- nil
+	}()
+	o, err := New(spec.Outbound{Tag: "v", Type: "vless", Server: ln.Addr().String(), UUID: testUUID, Flow: codec.FlowVision,
+		TLS: &spec.TLS{ServerName: "v.test", CAFile: cert.CertFile}}, proxytest.Deps(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 443)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(c, first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // every record is received
+	buf := make([]byte, 64<<10)
+	n, err := c.Read(buf)
+	want := ""
+	for _, p := range pieces {
+		want += p
+	}
+	if err != nil || string(first)+string(buf[:n]) != want {
+		t.Fatalf("one read after the records came: %q, %v; want %q", string(first)+string(buf[:n]), err, want)
+	}
+	rest := make([]byte, len("raw bytes"))
+	if _, err := io.ReadFull(c, rest); err != nil || string(rest) != "raw bytes" {
+		t.Fatalf("after Direct: %q, %v", rest, err)
+	}
+	if inner, _ := netx.Unwrap(c, true); !isTCP(inner) {
+		t.Fatalf("after Direct, reads unwrap to %T", inner)
+	}
+	c.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
