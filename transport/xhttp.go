@@ -208,8 +208,14 @@ type xhttpClient struct {
 const (
 	// xhttpIdle closes an idle HTTP/2 connection after this long.
 	xhttpIdle = 60 * time.Second
-	// xhIdleMax bounds the idle HTTP/2 connections kept.
-	xhIdleMax = 128
+	// xhIdleMax bounds the idle HTTP/2 connections kept. A flow holds its
+	// connection until its download ends, which the server may end a second
+	// or two after the application is gone (its own timers; packet-up has
+	// no end of upload to tell it), so flows at a high rate need as many
+	// connections as that second sees flows: a bound lower than that
+	// closes connections the next flows would have taken and makes them
+	// pay a TLS handshake each.
+	xhIdleMax = 1024
 	// xhIdleTries bounds the idle connections one dial tries before it
 	// connects afresh.
 	xhIdleTries = 2
