@@ -46,6 +46,12 @@ type recordConn struct {
 	// goroutine's alone.
 	nowait bool
 	rc     syscall.RawConn
+	// The non-blocking read's arguments and results, so that it makes no
+	// closure per call.
+	rawRead func(fd uintptr) bool
+	rawP    []byte
+	rawN    int
+	rawErr  error
 }
 
 // errWouldBlock is a read of a nowait recordConn with nothing to read. It
@@ -70,20 +76,20 @@ func (c *recordConn) socketRead(p []byte) (int, error) {
 			return 0, errWouldBlock
 		}
 		c.rc = rc
+		c.rawRead = func(fd uintptr) bool {
+			c.rawN, c.rawErr = syscall.Read(int(fd), c.rawP)
+			return true // never wait: EAGAIN is the answer
+		}
 	}
-	var n int
-	var rerr error
-	if err := c.rc.Read(func(fd uintptr) bool {
-		n, rerr = syscall.Read(int(fd), p)
-		return true
-	}); err != nil {
-		return 0, errWouldBlock
-	}
+	c.rawP = p
+	err := c.rc.Read(c.rawRead)
+	c.rawP = nil
+	n, rerr := c.rawN, c.rawErr
 	switch {
-	case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
+	case err != nil, rerr != nil:
+		// Nothing yet (EAGAIN), or an error the waiting read that
+		// follows reports.
 		return 0, errWouldBlock
-	case rerr != nil:
-		return 0, errWouldBlock // the waiting read that follows reports it
 	case n == 0 && len(p) > 0:
 		return 0, io.EOF
 	}

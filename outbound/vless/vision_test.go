@@ -49,17 +49,18 @@ func TestVisionNeedsTLSOverTCP(t *testing.T) {
 	}
 }
 
-// A server's Direct block steps the reads down to the TCP conn under the
-// outer TLS: the content before it, then the raw bytes the server wrote on
-// the TCP conn right after (already read with the record, or not), come
-// out in order, and from then on the stream hands its TCP conn to a relay.
-func TestVisionReadsStepDownOnDirect(t *testing.T) {
+// visionServer is a VLESS server with the Vision flow over TLS 1.3 for one
+// flow: it checks the request, then serve writes its answer (on tc, or on
+// raw beneath it); it then reads raw to its end. It returns the flow
+// dialed through a vless outbound and what the server ended with.
+func visionServer(t *testing.T, serve func(tc *tls.Conn, raw net.Conn, id *codec.UUID) error) (net.Conn, <-chan error) {
+	t.Helper()
 	cert := testcert.New(t, "v.test")
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	id, _ := codec.ParseUUID(testUUID)
 	served := make(chan error, 1)
 	go func() {
@@ -85,14 +86,10 @@ func TestVisionReadsStepDownOnDirect(t *testing.T) {
 			served <- fmt.Errorf("request %x", head)
 			return
 		}
-		out := []byte{0, 0}
-		out = codec.AppendBlock(out, &id, []byte("hello "), codec.CommandContinue, true)
-		out = codec.AppendBlock(out, nil, []byte("world "), codec.CommandDirect, false)
-		if _, err := tc.Write(out); err != nil {
+		if err := serve(tc, raw, &id); err != nil {
 			served <- err
 			return
 		}
-		raw.Write([]byte("raw bytes"))
 		io.Copy(io.Discard, raw)
 		served <- nil
 	}()
@@ -101,15 +98,34 @@ func TestVisionReadsStepDownOnDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
+	t.Cleanup(func() { o.Close() })
 	c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 443)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	return c, served
+}
+
+// A server's Direct block steps the reads down to the TCP conn under the
+// outer TLS: the content before it, then the raw bytes the server wrote on
+// the TCP conn right after (already read with the record, or not), come
+// out in order, and from then on the stream hands its TCP conn to a relay.
+func TestVisionReadsStepDownOnDirect(t *testing.T) {
+	c, served := visionServer(t, func(tc *tls.Conn, raw net.Conn, id *codec.UUID) error {
+		out := []byte{0, 0}
+		out = codec.AppendBlock(out, id, []byte("hello "), codec.CommandContinue, true)
+		out = codec.AppendBlock(out, nil, []byte("world "), codec.CommandDirect, false)
+		if _, err := tc.Write(out); err != nil {
+			return err
+		}
+		_, err := raw.Write([]byte("raw bytes"))
+		return err
+	})
 	if netx.Settling(c, true) == false {
 		t.Fatal("reads pass through before the server's Direct")
 	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	want := "hello world raw bytes"
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
@@ -131,59 +147,22 @@ func TestVisionReadsStepDownOnDirect(t *testing.T) {
 // whose block ends the padding: a relay writes them at once. What follows
 // the Direct block comes from the TCP conn, after them.
 func TestVisionReadTakesTheRecordsReceived(t *testing.T) {
-	cert := testcert.New(t, "v.test")
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	id, _ := codec.ParseUUID(testUUID)
 	pieces := []string{"hello ", "first ", "second ", "third ", "end "}
-	served := make(chan error, 1)
-	go func() {
-		raw, err := ln.Accept()
-		if err != nil {
-			served <- err
-			return
-		}
-		defer raw.Close()
-		tc := tls.Server(raw, &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, MinVersion: tls.VersionTLS13})
-		if err := tc.Handshake(); err != nil {
-			served <- err
-			return
-		}
-		if _, err := io.ReadFull(tc, make([]byte, 1+16+1+18+1)); err != nil {
-			served <- err
-			return
-		}
+	c, served := visionServer(t, func(tc *tls.Conn, raw net.Conn, id *codec.UUID) error {
 		// Each Write is a record of its own.
-		writes := [][]byte{codec.AppendBlock([]byte{0, 0}, &id, []byte(pieces[0]), codec.CommandContinue, true)}
+		writes := [][]byte{codec.AppendBlock([]byte{0, 0}, id, []byte(pieces[0]), codec.CommandContinue, true)}
 		for _, p := range pieces[1 : len(pieces)-1] {
 			writes = append(writes, codec.AppendBlock(nil, nil, []byte(p), codec.CommandContinue, false))
 		}
 		writes = append(writes, codec.AppendBlock(nil, nil, []byte(pieces[len(pieces)-1]), codec.CommandDirect, false))
 		for _, w := range writes {
 			if _, err := tc.Write(w); err != nil {
-				served <- err
-				return
+				return err
 			}
 		}
-		raw.Write([]byte("raw bytes"))
-		io.Copy(io.Discard, raw)
-		served <- nil
-	}()
-	o, err := New(spec.Outbound{Tag: "v", Type: "vless", Server: ln.Addr().String(), UUID: testUUID, Flow: codec.FlowVision,
-		TLS: &spec.TLS{ServerName: "v.test", CAFile: cert.CertFile}}, proxytest.Deps(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	c, err := o.DialStream(context.Background(), netx.Flow{Dst: netx.DomainAddr("a.test", 443)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := raw.Write([]byte("raw bytes"))
+		return err
+	})
 	first := make([]byte, 1)
 	if _, err := io.ReadFull(c, first); err != nil {
 		t.Fatal(err)
