@@ -94,6 +94,9 @@ type entry struct {
 	r    Resource
 	sem  chan struct{}
 	stop context.CancelFunc
+	// done is closed when the schedule's goroutine has returned; nil
+	// before one is scheduled.
+	done chan struct{}
 	st   Status // guarded by Updater.mu
 }
 
@@ -129,7 +132,7 @@ func (u *Updater) Start() {
 	}
 	u.started = true
 	for _, e := range u.entries {
-		u.schedule(e)
+		u.schedule(e, nil)
 	}
 }
 
@@ -166,7 +169,11 @@ func (u *Updater) Reconfigure(rs []Resource) {
 		e := newEntry(r)
 		next[k] = e
 		if u.started {
-			u.schedule(e)
+			// A changed resource's previous schedule, stopped below, may be
+			// writing the same cache: the new one starts once it is gone,
+			// so that it never reads a copy half written (without its
+			// meta, it would pass for a fresh copy).
+			u.schedule(e, u.entries[k])
 		}
 	}
 	for _, e := range u.entries {
@@ -207,12 +214,17 @@ func (u *Updater) Update(ctx context.Context, kind, tag string) error {
 }
 
 // schedule starts e's goroutine; u.mu is held.
-func (u *Updater) schedule(e *entry) {
+func (u *Updater) schedule(e, prev *entry) {
 	ctx, stop := context.WithCancel(u.ctx)
 	e.stop = stop
+	e.done = make(chan struct{})
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
+		defer close(e.done)
+		if prev != nil && prev.done != nil {
+			<-prev.done
+		}
 		u.run(ctx, e)
 	}()
 }
