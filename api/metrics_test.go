@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -115,14 +116,26 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, body := r.do(t, "GET", "/metrics", "s3cret", "")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %s", code, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+	// The closed flow's bytes are counted when its relay ends, which the
+	// client's Close does not wait for: scrape until they are there.
+	var fams map[string]*dto.MetricFamily
+	var body []byte
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var code int
+		code, body = r.do(t, "GET", "/metrics", "s3cret", "")
+		if code != http.StatusOK {
+			t.Fatalf("GET /metrics: %d %s", code, body)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		var err error
+		fams, err = parser.TextToMetricFamilies(strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatalf("the exposition does not parse: %v\n%s", err, body)
+		}
+		if got, _ := seriesValue(fams["switchyard_outbound_bytes_total"], map[string]string{"outbound": "d1", "direction": "down"}); got >= 4 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, want := range []struct {
 		name   string
