@@ -6,27 +6,31 @@ import (
 	"unsafe"
 )
 
-// peekSize returns the size of the datagram waiting on fd without taking
-// it, or EAGAIN when none is. MSG_TRUNC makes Linux report the whole
-// datagram's length though only one byte is copied.
-func peekSize(fd uintptr) (int, error) {
-	var b [1]byte
+// recvFrom takes the datagram waiting on fd into b, without waiting, and
+// returns its length and sender (unmapped; invalid for a sender that is no
+// IP address), or EAGAIN when none is waiting. The sender is read into a
+// sockaddr on the stack: it allocates nothing.
+func recvFrom(fd uintptr, b []byte) (int, netip.AddrPort, error) {
+	var rsa syscall.RawSockaddrAny
 	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
-			syscall.MSG_PEEK|syscall.MSG_TRUNC|syscall.MSG_DONTWAIT, 0, 0)
+		alen := uint32(syscall.SizeofSockaddrAny)
+		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
+			syscall.MSG_DONTWAIT, uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&alen)))
 		switch errno {
 		case 0:
-			return int(n), nil
+			return int(n), sockaddrAddrPort(&rsa), nil
 		case syscall.EINTR:
 			continue
 		}
-		return 0, errno
+		return 0, netip.AddrPort{}, errno
 	}
 }
 
-// peekFrom is peekSize that also returns the datagram's sender, unmapped,
-// or an invalid address for a sender that is no IP address. The address is
-// read into a sockaddr on the stack: it allocates nothing.
+// peekFrom returns the size of the datagram waiting on fd without taking
+// it (MSG_TRUNC makes Linux report the whole datagram's length though only
+// one byte is copied) and its sender, unmapped, or an invalid address for
+// a sender that is no IP address, or EAGAIN when none is waiting. The
+// address is read into a sockaddr on the stack: it allocates nothing.
 func peekFrom(fd uintptr) (int, netip.AddrPort, error) {
 	var b [1]byte
 	var rsa syscall.RawSockaddrAny

@@ -7,25 +7,36 @@ import (
 	"syscall"
 )
 
-// peekSize returns the size of the datagram waiting on fd without taking
-// it, or EAGAIN when none is. Without Linux's MSG_TRUNC the size is not
-// known, so it is reported as the largest.
-func peekSize(fd uintptr) (int, error) {
-	var b [1]byte
+// recvFrom takes the datagram waiting on fd into b, without waiting, and
+// returns its length and sender (unmapped; invalid for a sender that is no
+// IP address), or EAGAIN when none is waiting. Here it allocates the
+// sender's address.
+func recvFrom(fd uintptr, b []byte) (int, netip.AddrPort, error) {
 	for {
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		n, sa, err := syscall.Recvfrom(int(fd), b, syscall.MSG_DONTWAIT)
 		switch err {
 		case nil:
-			return MaxBuf, nil
+			return n, sockaddrOf(sa), nil
 		case syscall.EINTR:
 			continue
 		}
-		return 0, err
+		return 0, netip.AddrPort{}, err
 	}
 }
 
-// peekFrom is peekSize that also returns the datagram's sender, unmapped,
-// or an invalid address for a sender that is no IP address. Here it
+func sockaddrOf(sa syscall.Sockaddr) netip.AddrPort {
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *syscall.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// peekFrom returns the size of the datagram waiting on fd without taking
+// it (here not known, so reported as the largest) and its sender,
+// unmapped, or an invalid address for a sender that is no IP address. Here it
 // allocates the sender's address.
 func peekFrom(fd uintptr) (int, netip.AddrPort, error) {
 	var b [1]byte
@@ -33,13 +44,7 @@ func peekFrom(fd uintptr) (int, netip.AddrPort, error) {
 		_, sa, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch err {
 		case nil:
-			switch sa := sa.(type) {
-			case *syscall.SockaddrInet4:
-				return MaxBuf, netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port)), nil
-			case *syscall.SockaddrInet6:
-				return MaxBuf, netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port)), nil
-			}
-			return MaxBuf, netip.AddrPort{}, nil
+			return MaxBuf, sockaddrOf(sa), nil
 		case syscall.EINTR:
 			continue
 		}

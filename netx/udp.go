@@ -195,7 +195,7 @@ func (u *DualUDP) ReadFrom(p []byte) (int, netip.AddrPort, error) {
 			u.hasNext = false
 			return u.handOver(p, u.next)
 		}
-		c, _, ok := u.reading()
+		c, f, ok := u.reading()
 		switch {
 		case !ok:
 			return 0, netip.AddrPort{}, net.ErrClosed
@@ -206,6 +206,9 @@ func (u *DualUDP) ReadFrom(p []byte) (int, netip.AddrPort, error) {
 			case <-u.stop:
 				return 0, netip.AddrPort{}, net.ErrClosed
 			}
+		}
+		if n, from, ok := u.waits[f].Take(p); ok {
+			return n, from, nil // the datagram WaitPacket took
 		}
 		n, from, err := c.ReadFromUDPAddrPort(p)
 		if u.woken(c, err) {
@@ -289,25 +292,19 @@ func (u *DualUDP) read(f Family) {
 	c := u.socks[f]
 	done := make(chan struct{})
 	for {
-		size, err := u.waits[f].Wait()
+		_, err := u.waits[f].Wait()
 		if u.woken(c, err) {
 			continue
 		}
 		if err != nil {
 			return // closed, or the socket failed: the other family goes on
 		}
-		bp := GetBuf(size)
-		n, from, err := c.ReadFromUDPAddrPort(*bp)
-		if err != nil {
-			PutBuf(bp)
-			if u.woken(c, err) {
-				continue
-			}
-			return
+		bp, from, ok := u.waits[f].TakeBuf()
+		if !ok {
+			continue // a wait without error always holds one
 		}
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		select {
-		case u.in <- inbound{b: (*bp)[:n], from: from, done: done}:
+		case u.in <- inbound{b: *bp, from: from, done: done}:
 			<-done
 			PutBuf(bp)
 		case <-u.stop:

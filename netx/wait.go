@@ -39,6 +39,10 @@ type DatagramWaiter struct {
 	size int
 	err  error
 
+	// Set by NewDatagramWaiter: the datagram a wait took off the socket.
+	held     *[]byte
+	heldFrom netip.AddrPort
+
 	// Set by NewDatagramWaiterFrom.
 	from    netip.AddrPort // the one sender, unmapped and without a zone
 	dropped func(from netip.AddrPort)
@@ -50,7 +54,11 @@ type DatagramWaiter struct {
 // takes it again.
 const dropBatch = 16
 
-// NewDatagramWaiter returns a waiter on c.
+// NewDatagramWaiter returns a waiter on c that takes each datagram off the
+// socket as its wait ends, into a pooled buffer it holds until Take or
+// TakeBuf: one system call a datagram, where peeking its size first and
+// reading it after would be two. Every read of c after a wait has to be
+// one of those.
 func NewDatagramWaiter(c *net.UDPConn) (*DatagramWaiter, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
@@ -58,10 +66,44 @@ func NewDatagramWaiter(c *net.UDPConn) (*DatagramWaiter, error) {
 	}
 	w := &DatagramWaiter{rc: rc}
 	w.fn = func(fd uintptr) bool {
-		w.size, w.err = peekSize(fd)
-		return w.err != syscall.EAGAIN
+		if w.held != nil {
+			w.size, w.err = len(*w.held), nil
+			return true
+		}
+		bp := GetBuf(MaxBuf)
+		n, from, err := recvFrom(fd, *bp)
+		if err != nil {
+			PutBuf(bp)
+			w.size, w.err = 0, err
+			return err != syscall.EAGAIN
+		}
+		*bp = (*bp)[:n]
+		w.held, w.heldFrom = bp, from
+		w.size, w.err = n, nil
+		return true
 	}
 	return w, nil
+}
+
+// Take copies the datagram the last wait took (truncated to p, as UDP
+// does) and returns its length and sender; ok is false when none is held.
+func (w *DatagramWaiter) Take(p []byte) (n int, from netip.AddrPort, ok bool) {
+	bp, from, ok := w.TakeBuf()
+	if !ok {
+		return 0, from, false
+	}
+	n = copy(p, *bp)
+	PutBuf(bp)
+	return n, from, true
+}
+
+// TakeBuf hands over the datagram the last wait took, in its pooled buffer
+// (sliced to its length, for PutBuf once used), and its sender; ok is false
+// when none is held.
+func (w *DatagramWaiter) TakeBuf() (bp *[]byte, from netip.AddrPort, ok bool) {
+	bp, from = w.held, w.heldFrom
+	w.held = nil
+	return bp, from, bp != nil
 }
 
 // NewDatagramWaiterFrom returns a waiter on c that waits for the datagrams
@@ -108,8 +150,8 @@ func NewDatagramWaiterFrom(c *net.UDPConn, from netip.AddrPort, dropped func(fro
 }
 
 // Wait blocks until a datagram can be read from the socket and returns its
-// size; with a sender (NewDatagramWaiterFrom), until one of its datagrams
-// is next. It fails as a read would: once the socket is closed, when its
+// size: it is then held (NewDatagramWaiter), or, with a sender
+// (NewDatagramWaiterFrom), one of its datagrams is next on the socket. It fails as a read would: once the socket is closed, when its
 // read deadline passes, or with the socket's pending error.
 func (w *DatagramWaiter) Wait() (int, error) {
 	for {

@@ -41,3 +41,28 @@ func TestDatagramWaiterFromAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d datagrams dropped, want 102", dropped.Load())
 	}
 }
+
+// A plain wait and its Take allocate nothing once the pool holds a buffer.
+func TestDatagramWaiterAllocatesNothing(t *testing.T) {
+	sock := listenUDP(t, "udp4", "127.0.0.1:0")
+	peer := listenUDP(t, "udp4", "127.0.0.1:0")
+	w, err := NewDatagramWaiter(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := addrOf(sock)
+	p, buf := make([]byte, 1200), make([]byte, 2048)
+	round := func() {
+		peer.WriteToUDPAddrPort(p, to)
+		if n, err := w.Wait(); err != nil || n != len(p) {
+			t.Fatalf("Wait = %d, %v", n, err)
+		}
+		if n, _, ok := w.Take(buf); !ok || n != len(p) {
+			t.Fatalf("take %d, %v", n, ok)
+		}
+	}
+	round()
+	if n := testing.AllocsPerRun(100, round); n != 0 {
+		t.Fatalf("%v allocations per wait", n)
+	}
+}

@@ -169,3 +169,45 @@ func TestDatagramWaiterFromEnds(t *testing.T) {
 		t.Fatal("Close did not end the wait")
 	}
 }
+
+// A plain waiter's wait takes the datagram off the socket, so that it
+// costs one system call, and holds it for Take: the socket has nothing
+// left to read, and Take returns the datagram and its sender once.
+func TestDatagramWaiterTakesTheDatagram(t *testing.T) {
+	c := listenUDP(t, "udp4", "127.0.0.1:0")
+	peer := listenUDP(t, "udp4", "127.0.0.1:0")
+	w, err := NewDatagramWaiter(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendTo(t, peer, []byte("first"), addrOf(c))
+	if n, err := w.Wait(); n != 5 || err != nil {
+		t.Fatalf("wait: %d, %v", n, err)
+	}
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, _, err := c.ReadFromUDPAddrPort(make([]byte, 64)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the socket still had %d bytes to read (%v)", n, err)
+	}
+	c.SetReadDeadline(time.Time{})
+	// A second wait before Take reports the datagram held.
+	if n, err := w.Wait(); n != 5 || err != nil {
+		t.Fatalf("second wait: %d, %v", n, err)
+	}
+	p := make([]byte, 3)
+	n, from, ok := w.Take(p)
+	if !ok || n != 3 || string(p) != "fir" || from != addrOf(peer) {
+		t.Fatalf("take: %v %d %q from %s", ok, n, p, from)
+	}
+	if _, _, ok := w.Take(p); ok {
+		t.Fatal("a second take returned the datagram again")
+	}
+	sendTo(t, peer, []byte("second"), addrOf(c))
+	if n, err := w.Wait(); n != 6 || err != nil {
+		t.Fatalf("wait: %d, %v", n, err)
+	}
+	bp, from, ok := w.TakeBuf()
+	if !ok || string(*bp) != "second" || from != addrOf(peer) {
+		t.Fatalf("take buf: %v %q from %s", ok, *bp, from)
+	}
+	PutBuf(bp)
+}

@@ -179,23 +179,19 @@ func (a *association) stop() {
 // fromClient reads the client's datagrams, on the handler's goroutine, and
 // sends each payload on the link to the destination its header names.
 // Datagrams from anything but the client are dropped. It waits for each
-// datagram without a buffer and takes one of its size only to read it.
+// datagram without a buffer; the wait takes the datagram into a pooled one.
 func (a *association) fromClient() {
 	var parser socks5.UDPParser
 	for {
-		size, err := a.waiter.Wait()
-		if err != nil {
+		if _, err := a.waiter.Wait(); err != nil {
 			a.readFailed(err)
 			return
 		}
-		bp := netx.GetBuf(size)
-		n, from, err := a.pc.ReadFromUDPAddrPort(*bp)
-		if err != nil {
-			netx.PutBuf(bp)
-			a.readFailed(err)
-			return
+		bp, from, ok := a.waiter.TakeBuf()
+		if !ok {
+			continue // a wait without error always holds one
 		}
-		a.forward(&parser, (*bp)[:n], from)
+		a.forward(&parser, *bp, from)
 		netx.PutBuf(bp)
 	}
 }
