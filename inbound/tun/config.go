@@ -38,6 +38,9 @@ const (
 	// packetOffset is the headroom before each packet in the device's
 	// buffers (the virtio header of an offloading TUN).
 	packetOffset = 16
+	// virtioHdrLen is the virtio-net header before each packet of an
+	// offloading TUN's file.
+	virtioHdrLen = 10
 )
 
 // Config describes one TUN inbound.

@@ -20,9 +20,6 @@ import (
 // cut into its datagrams, each a packet, since every datagram is a message
 // of its own.
 
-// virtioHdrLen is the virtio-net header before each packet.
-const virtioHdrLen = 10
-
 // virtioHdr is the part of the header read here.
 type virtioHdr struct {
 	flags, gsoType byte
@@ -65,13 +62,14 @@ func (in *Inbound) readRaw(f *os.File) {
 }
 
 // received hands one packet read with its virtio-net header to the stack
-// (an ICMP echo request excepted, icmp.go). scratch is room for the
+// (an ICMP echo request excepted, icmp.go; a plain UDP datagram goes to
+// its association, fastudp.go). scratch is room for the
 // datagrams of a UDP segment, returned for the next one.
 func (in *Inbound) received(h virtioHdr, p []byte, scratch []byte) []byte {
 	if h.gsoType == unix.VIRTIO_NET_HDR_GSO_NONE && in.echo(p) {
 		return scratch
 	}
-	scratch, err := offloaded(h, p, scratch, in.stack.InjectReceived)
+	scratch, err := offloaded(h, p, scratch, in.injectFn)
 	if err != nil {
 		in.log.Debug("tun: dropping a packet from the device", "error", err, "length", len(p))
 	}

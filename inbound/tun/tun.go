@@ -19,15 +19,20 @@ import (
 // Inbound is one running TUN inbound: its device, its stack, the
 // goroutines between them and the flows they started.
 type Inbound struct {
-	cfg   Config
-	dev   tun.Device
-	stack *netstack.Stack
-	conn  inbound.Connector
-	log   *slog.Logger
-	udp   *associations
-	dns   chan struct{} // slots of hijacked queries in flight
-	icmp  chan struct{} // slots of echo relays in flight
-	undo  func() error  // removes what auto_route installed; nil without it
+	cfg Config
+	dev tun.Device
+	// raw is the device's file when an offloading device is read and
+	// written here (rawread_linux.go), bypassing the device's own Read and
+	// Write; nil otherwise.
+	raw      *os.File
+	injectFn func(p []byte, validated bool) // inject, made once
+	stack    *netstack.Stack
+	conn     inbound.Connector
+	log      *slog.Logger
+	udp      *associations
+	dns      chan struct{} // slots of hijacked queries in flight
+	icmp     chan struct{} // slots of echo relays in flight
+	undo     func() error  // removes what auto_route installed; nil without it
 	// unblock removes strict_route's rules, after the device is closed;
 	// nil without it.
 	unblock func() error
@@ -65,6 +70,10 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 		ctx:  ctx, cancel: cancel,
 	}
 	in.udp = newAssociations(in)
+	in.injectFn = in.inject
+	if f, ok := rawFile(dev); ok {
+		in.raw = f
+	}
 	fwd := tcp.NewForwarder(st.Stack(), 0, cfg.MaxHandshakes, in.handleTCP)
 	st.Stack().SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	st.Stack().SetTransportProtocolHandler(udp.ProtocolNumber, in.handleUDP)
@@ -88,11 +97,11 @@ func (in *Inbound) begin() bool {
 }
 
 // readDevice hands every packet the device reads to the stack, an ICMP
-// echo request excepted (icmp.go).
+// echo request (icmp.go) and a plain UDP datagram (fastudp.go) excepted.
 func (in *Inbound) readDevice() {
 	defer in.wg.Done()
-	if f, ok := rawFile(in.dev); ok {
-		in.readRaw(f)
+	if in.raw != nil {
+		in.readRaw(in.raw)
 		return
 	}
 	batch := max(in.dev.BatchSize(), 1)
@@ -107,9 +116,14 @@ func (in *Inbound) readDevice() {
 		ps = ps[:0]
 		for i := range n {
 			p := bufs[i][packetOffset : packetOffset+sizes[i]]
-			if !in.echo(p) {
-				ps = append(ps, p)
+			if in.echo(p) {
+				continue
 			}
+			if src, dst, payload, ok := plainUDP(p, false); ok {
+				in.datagram(src, dst, payload) // fastudp.go
+				continue
+			}
+			ps = append(ps, p)
 		}
 		// A batch holds the segments an offloading device split from the
 		// kernel's large ones: the stack takes them coalesced again.
@@ -158,9 +172,19 @@ func (in *Inbound) writeDevice() {
 }
 
 // writePacket writes one packet (after packetOffset bytes of headroom) to
-// the device; a failure drops it, as a full device queue would.
+// the device: an offloading device's file takes it after a virtio-net
+// header of no offload, in one write of its own, not through the device's
+// Write, whose coalescing has nothing to do for one packet.
 func (in *Inbound) writePacket(b []byte) {
-	if _, err := in.dev.Write([][]byte{b}, packetOffset); err != nil && in.ctx.Err() == nil {
+	var err error
+	if in.raw != nil {
+		h := b[packetOffset-virtioHdrLen:]
+		clear(h[:virtioHdrLen])
+		_, err = in.raw.Write(h)
+	} else {
+		_, err = in.dev.Write([][]byte{b}, packetOffset)
+	}
+	if err != nil && in.ctx.Err() == nil {
 		in.log.Debug("tun device write failed", "error", err)
 	}
 }

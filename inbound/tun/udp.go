@@ -12,31 +12,38 @@ import (
 )
 
 // handleUDP takes every UDP datagram the stack received (after
-// reassembly): a hijacked DNS query goes to the DNS service, anything else
-// to its source's association. It runs on the device reader's goroutine.
+// reassembly), on the device reader's goroutine.
 func (in *Inbound) handleUDP(id stack.TransportEndpointID, pkt *stack.PacketBuffer) bool {
-	src, dst := endpoints(id)
-	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 || local(dst.Addr()) {
-		return true
-	}
-	// The payload is read in place: the association's link copies what
-	// it keeps, and a hijacked query is copied for its goroutine.
+	// The payload is read in place (datagram).
 	payload, ok := pkt.Data().PullUp(pkt.Data().Size())
 	if !ok {
 		return true
 	}
+	src, dst := endpoints(id)
+	in.datagram(src, dst, payload)
+	return true
+}
+
+// datagram takes one UDP datagram from the application: a hijacked DNS
+// query goes to the DNS service, anything else to its source's
+// association. The payload is only read during the call: the
+// association's link copies what it keeps, and a hijacked query is copied
+// for its goroutine.
+func (in *Inbound) datagram(src, dst netip.AddrPort, payload []byte) {
+	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 || local(dst.Addr()) {
+		return
+	}
 	if in.cfg.DNSHijack && dst.Port() == 53 {
 		if svc := in.currentDNS(); svc != nil {
 			in.answerDNS(svc, src, dst, payload)
-			return true
+			return
 		}
 	}
 	a := in.udp.get(src)
 	if a == nil {
-		return true
+		return
 	}
 	a.send(payload, dst)
-	return true
 }
 
 // local reports whether a datagram to a is for the local network only
