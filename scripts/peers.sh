@@ -52,6 +52,8 @@ install)
 		install_xray
 		install_singbox
 		;;
+	xray) install_xray ;;
+	sing-box) install_singbox ;;
 	sing-box-clashapi) install_singbox_clashapi ;;
 	*) echo "peers.sh: unknown peer ${2:-}" >&2; exit 2 ;;
 	esac
@@ -65,7 +67,7 @@ path)
 	esac
 	;;
 *)
-	echo "usage: scripts/peers.sh [install [sing-box-clashapi] | path NAME]" >&2
+	echo "usage: scripts/peers.sh [install [xray | sing-box | sing-box-clashapi] | path NAME]" >&2
 	exit 2
 	;;
 esac
