@@ -12,6 +12,9 @@
 # Environment:
 #   BENCH_D      measured time of each figure (default 5s)
 #   BENCH_CPUS   if set, the proxies run under `taskset -c $BENCH_CPUS`
+#   BENCH_SPLIT  P:H (e.g. 1:0): each proxy runs on CPUs P, the servers and
+#                the harness on CPUs H, so that the load the harness makes
+#                does not take CPU from the proxy it measures
 #   BENCH_KEEP   if set, keep the work folder (configs, logs, binaries)
 set -euo pipefail
 
@@ -53,7 +56,12 @@ ip -n "$S" addr add "$server/32" dev lo
 ip -n "$C" rule add fwmark "$mark" lookup 100 pref 100
 ip -n "$C" route add 10.216.0.0/24 via 10.214.250.2 table 100
 
-launch "$work/servers.log" ip netns exec "$S" "$work/tun" serve -addr "$server"
+proxy_cpus=() load_cpus=()
+if [ -n "${BENCH_SPLIT:-}" ]; then
+	proxy_cpus=(taskset -c "${BENCH_SPLIT%%:*}")
+	load_cpus=(taskset -c "${BENCH_SPLIT##*:}")
+fi
+launch "$work/servers.log" ip netns exec "$S" "${load_cpus[@]}" "$work/tun" serve -addr "$server"
 sleep 0.5
 
 cat >"$work/switchyard.toml" <<TOML
@@ -88,7 +96,7 @@ JSON
 measure_one() { # name cmd...
 	local name=$1
 	shift
-	launch "$work/$name.log" ip netns exec "$C" "$@"
+	launch "$work/$name.log" ip netns exec "$C" "${proxy_cpus[@]}" "$@"
 	local pid=$last_pid
 	for _ in $(seq 100); do
 		if ip -n "$C" link show "$dev" 2>/dev/null | grep -q 'state\|UP'; then
@@ -99,7 +107,7 @@ measure_one() { # name cmd...
 	ip -n "$C" link set "$dev" up 2>/dev/null || true
 	ip -n "$C" route replace default dev "$dev"
 	sleep 0.5
-	ip netns exec "$C" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee "$work/$name.out" >&2
+	ip netns exec "$C" "${load_cpus[@]}" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee "$work/$name.out" >&2
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
 	ip -n "$C" route del default 2>/dev/null || true
