@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -52,7 +54,10 @@ func newFingerprint(name string, std *tls.Config, alpn []string) (*fingerprint, 
 // client runs the handshake over c with the browser's ClientHello.
 func (f *fingerprint) client(ctx context.Context, c net.Conn) (*utls.UConn, error) {
 	// The ClientHello build writes to its config: each connection gets its own.
-	uc := utls.UClient(c, f.cfg.Clone(), f.hello)
+	uc, err := uClient(c, f.cfg.Clone(), f.hello)
+	if err != nil {
+		return nil, err
+	}
 	if err := uc.BuildHandshakeState(); err != nil {
 		return nil, err
 	}
@@ -67,6 +72,33 @@ func (f *fingerprint) client(ctx context.Context, c net.Conn) (*utls.UConn, erro
 		}
 	}
 	if err := uc.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	return uc, nil
+}
+
+// uClient is a uTLS client of the shape id. A fixed shape's spec is made
+// here, so that its GREASE ECH extension gets as its encapsulated key the
+// public half of a fresh X25519 key, which is what uTLS sends there too:
+// uTLS gets it from a whole HPKE encapsulation to a dummy key, whose shared
+// secret nothing uses, one X25519 operation of the seven that a chrome
+// handshake with REALITY makes. A randomized shape is built by uTLS.
+func uClient(c net.Conn, cfg *utls.Config, id utls.ClientHelloID) (*utls.UConn, error) {
+	spec, err := utls.UTLSIdToSpec(id)
+	if err != nil {
+		return utls.UClient(c, cfg, id), nil
+	}
+	for _, ext := range spec.Extensions {
+		if g, ok := ext.(*utls.GREASEEncryptedClientHelloExtension); ok && len(g.EncapsulatedKey) == 0 {
+			k, err := ecdh.X25519().GenerateKey(rand.Reader)
+			if err != nil {
+				return nil, err
+			}
+			g.EncapsulatedKey = k.PublicKey().Bytes()
+		}
+	}
+	uc := utls.UClient(c, cfg, utls.HelloCustom)
+	if err := uc.ApplyPreset(&spec); err != nil {
 		return nil, err
 	}
 	return uc, nil

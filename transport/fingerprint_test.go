@@ -1,9 +1,11 @@
 package transport
 
 import (
+	"crypto/ecdh"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -159,6 +161,84 @@ func TestFingerprintUnderTransports(t *testing.T) {
 		echoRoundTrip(t, c, 1000)
 		if got := seen.last(t).TLS.NegotiatedProtocol; got != "http/1.1" {
 			t.Fatalf("ALPN %q", got)
+		}
+	})
+}
+
+// helloExtensions builds a ClientHello on uc and returns its extensions'
+// types, sorted (chrome shuffles their order), and its GREASE ECH
+// extension.
+func helloExtensions(t testing.TB, uc *utls.UConn) ([]string, *utls.GREASEEncryptedClientHelloExtension) {
+	t.Helper()
+	if err := uc.BuildHandshakeState(); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	var grease *utls.GREASEEncryptedClientHelloExtension
+	for _, ext := range uc.Extensions {
+		types = append(types, fmt.Sprintf("%T", ext))
+		if g, ok := ext.(*utls.GREASEEncryptedClientHelloExtension); ok {
+			grease = g
+		}
+	}
+	slices.Sort(types)
+	return types, grease
+}
+
+// uClient's hello is the shape's, extension for extension, and its GREASE
+// ECH extension carries a fresh X25519 public key each time as its
+// encapsulated key, as uTLS's own does.
+func TestUClientShape(t *testing.T) {
+	cfg := &utls.Config{ServerName: "example.com"}
+	for _, name := range []string{"chrome", "firefox", "safari", "edge", "random"} {
+		id := fingerprints[name]
+		want, wantGrease := helloExtensions(t, utls.UClient(nil, cfg.Clone(), id))
+		var keys [][]byte
+		for range 2 {
+			uc, err := uClient(nil, cfg.Clone(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, grease := helloExtensions(t, uc)
+			if name != "random" && !slices.Equal(got, want) {
+				t.Fatalf("%s: extensions %v, want %v", name, got, want)
+			}
+			if (grease == nil) != (wantGrease == nil) {
+				t.Fatalf("%s: GREASE ECH %v, want %v", name, grease != nil, wantGrease != nil)
+			}
+			if grease == nil {
+				continue
+			}
+			if len(grease.EncapsulatedKey) != len(wantGrease.EncapsulatedKey) {
+				t.Fatalf("%s: encapsulated key of %d bytes, want %d", name, len(grease.EncapsulatedKey), len(wantGrease.EncapsulatedKey))
+			}
+			if _, err := ecdh.X25519().NewPublicKey(grease.EncapsulatedKey); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, grease.EncapsulatedKey)
+		}
+		if len(keys) == 2 && slices.Equal(keys[0], keys[1]) {
+			t.Fatalf("%s: the same encapsulated key twice", name)
+		}
+	}
+}
+
+// BenchmarkChromeHello builds a chrome ClientHello as uTLS does alone and
+// as uClient does.
+func BenchmarkChromeHello(b *testing.B) {
+	cfg := &utls.Config{ServerName: "example.com"}
+	b.Run("utls", func(b *testing.B) {
+		for b.Loop() {
+			helloExtensions(b, utls.UClient(nil, cfg.Clone(), utls.HelloChrome_Auto))
+		}
+	})
+	b.Run("uClient", func(b *testing.B) {
+		for b.Loop() {
+			uc, err := uClient(nil, cfg.Clone(), utls.HelloChrome_Auto)
+			if err != nil {
+				b.Fatal(err)
+			}
+			helloExtensions(b, uc)
 		}
 	})
 }

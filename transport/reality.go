@@ -146,7 +146,10 @@ func (r *realityClient) client(ctx context.Context, c net.Conn) (net.Conn, error
 
 		DynamicRecordSizingDisabled: r.fullRecords,
 	}
-	uc := utls.UClient(c, cfg, r.hello)
+	uc, err := uClient(c, cfg, r.hello)
+	if err != nil {
+		return nil, err
+	}
 	if err := uc.BuildHandshakeState(); err != nil {
 		return nil, err
 	}
@@ -192,7 +195,7 @@ func (r *realityClient) seal(uc *utls.UConn) ([]byte, error) {
 		}
 	}
 	if priv == nil {
-		return nil, fmt.Errorf("REALITY: fingerprint %s sends no X25519 key share (REALITY needs TLS 1.3)", uc.ClientHelloID.Client)
+		return nil, fmt.Errorf("REALITY: fingerprint %s sends no X25519 key share (REALITY needs TLS 1.3)", r.hello.Client)
 	}
 	secret, err := priv.ECDH(r.publicKey)
 	if err != nil {
