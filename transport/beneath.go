@@ -173,8 +173,9 @@ func (c *recordConn) beneath() (*net.TCPConn, []byte) {
 	return c.TCPConn, rest
 }
 
-// TLSStream is a TLS stream dialed by a Dialer built with Options.Beneath:
-// its TCP conn stays reachable for a flow that steps down from TLS.
+// TLSStream is a TLS stream over the tcp transport. Dialed by a Dialer
+// built with Options.Beneath, its TCP conn stays reachable for a flow that
+// steps down from TLS; otherwise it never steps down and only reads ahead.
 type TLSStream struct {
 	net.Conn // the TLS conn
 	raw      *recordConn
@@ -236,6 +237,18 @@ func (s *TLSStream) StayOnTLS() {
 	s.raw.mu.Lock()
 	s.raw.open = true
 	s.raw.mu.Unlock()
+}
+
+// NetConn is the TCP conn under the stream, as *tls.Conn's NetConn is: the
+// connection pool probes an idle stream's socket through it.
+func (s *TLSStream) NetConn() net.Conn { return s.raw.TCPConn }
+
+// CloseWrite ends the stream's sending as the TLS conn's CloseWrite does.
+func (s *TLSStream) CloseWrite() error {
+	if cw, ok := s.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // TCP is the TCP conn under the TLS layer, for writes once the flow has

@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"switchyard/spec"
 )
 
 func loopback(t *testing.T) (*net.TCPConn, *net.TCPConn) {
@@ -170,5 +172,51 @@ func TestTLSStreamReadTakesTheRecordsReceived(t *testing.T) {
 	st.StayOnTLS()
 	if n, err := st.Read(buf); err != nil || string(buf[:n]) != "two three four" {
 		t.Fatalf("on TLS: %q, %v", buf[:n], err)
+	}
+}
+
+// TLS over the tcp transport is a TLSStream that never steps down: a Read
+// takes every record already received, and CloseWrite ends the stream's
+// sending (the server reads the end).
+func TestPlainTLSReadTakesTheRecordsReceived(t *testing.T) {
+	p := newPKI(t)
+	ended := make(chan error, 1)
+	server := accept(t, func(c net.Conn) {
+		tc := tls.Server(c, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+		tc.SetDeadline(time.Now().Add(5 * time.Second))
+		if tc.Handshake() != nil {
+			return
+		}
+		for _, r := range []string{"one ", "two ", "three ", "four"} {
+			tc.Write([]byte(r)) // a record each
+		}
+		_, err := io.ReadAll(tc)
+		ended <- err
+	})
+	c, err := dial(t, tlsOutbound(server, &spec.TLS{ServerName: serverName, CAFile: p.caFile}), deps(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, ok := c.(*TLSStream)
+	if !ok {
+		t.Fatalf("a %T, want a *TLSStream", c)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64<<10)
+	time.Sleep(300 * time.Millisecond) // every record is received
+	if n, err := st.Read(buf); err != nil || string(buf[:n]) != "one two three four" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if err := st.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("the server's read ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not read the end")
 	}
 }

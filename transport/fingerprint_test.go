@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -30,6 +31,8 @@ func helloServer(t *testing.T, p *pki, protos []string) (netip.AddrPort, chan *t
 	}
 	return serveTLS(t, cfg), hellos
 }
+
+func isUConn(c net.Conn) bool { _, ok := c.(*utls.UConn); return ok }
 
 // isGREASE reports whether v is an RFC 8701 GREASE value, which browsers
 // send and Go never does.
@@ -73,7 +76,7 @@ func TestFingerprintHello(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if _, ok := c.(*utls.UConn); !ok {
+			if st, ok := c.(*TLSStream); !ok || !isUConn(st.Conn) {
 				t.Fatalf("a fingerprint gave a %T", c)
 			}
 			h := <-hellos

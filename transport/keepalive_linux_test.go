@@ -69,6 +69,8 @@ func tcpUnder(c net.Conn) *net.TCPConn {
 		return x
 	case *tls.Conn:
 		return tcpUnder(x.NetConn())
+	case *TLSStream:
+		return tcpUnder(x.NetConn())
 	case *wsConn:
 		return tcpUnder(x.Conn)
 	case *grpcConn:

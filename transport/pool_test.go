@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -199,5 +200,57 @@ func TestAPoolReplacementWaitsForTheProcessGate(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no replacement once the gate freed: %+v", d.Warmth())
 		}
+	}
+}
+
+// A TLS stream over the tcp transport is pooled and then taken by a flow,
+// the one a Vision flow may step down from (Beneath) included: the pool
+// probes its socket beneath the TLS layer.
+func TestTLSStreamsArePooled(t *testing.T) {
+	p := newPKI(t)
+	var accepted atomic.Int32
+	server := accept(t, func(c net.Conn) {
+		accepted.Add(1)
+		tc := tls.Server(c, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+		if tc.Handshake() == nil {
+			echo(tc)
+		}
+	})
+	for _, beneath := range []bool{false, true} {
+		accepted.Store(0)
+		opts := deps(nil)
+		opts.Beneath = beneath
+		d, err := New(spec.Outbound{Tag: "p", Type: "vless", Server: server.String(), TLS: &spec.TLS{ServerName: serverName, CAFile: p.caFile}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if opened, err := d.Warm(ctx, false); err != nil || !opened {
+			t.Fatalf("beneath %v: warm: %v %v", beneath, opened, err)
+		}
+		if w := d.Warmth(); w.Pooled != 1 {
+			t.Fatalf("beneath %v: %d pooled, want the TLS stream", beneath, w.Pooled)
+		}
+		adm := netx.NewAdmission(netx.NewGate(8), 4)
+		e, dctx, dcancel := netx.Begin(ctx, adm, 5*time.Second)
+		c, err := d.Dial(dctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.TakePooled() {
+			t.Fatalf("beneath %v: the dial is not a pool hit", beneath)
+		}
+		e.End()
+		if _, ok := c.(*TLSStream); !ok {
+			t.Fatalf("beneath %v: a %T", beneath, c)
+		}
+		echoes(t, c)
+		if n := accepted.Load(); n != 1 {
+			t.Fatalf("beneath %v: the server accepted %d connections, want the pooled one", beneath, n)
+		}
+		c.Close()
+		dcancel()
+		cancel()
+		d.Close()
 	}
 }

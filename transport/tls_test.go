@@ -132,7 +132,7 @@ func TestTLSVerification(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		tc := c.(*tls.Conn)
+		tc := c.(*TLSStream).Conn.(*tls.Conn)
 		st := tc.ConnectionState()
 		if st.ServerName != serverName || st.NegotiatedProtocol != "http/1.1" || st.Version < tls.VersionTLS12 {
 			t.Fatalf("state: name %q, ALPN %q, version %#x", st.ServerName, st.NegotiatedProtocol, st.Version)
@@ -183,7 +183,7 @@ func TestTLSMinimumVersion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a TLS 1.2 server: %v", err)
 	}
-	if v := c.(*tls.Conn).ConnectionState().Version; v != tls.VersionTLS12 {
+	if v := c.(*TLSStream).TLSVersion(); v != tls.VersionTLS12 {
 		t.Fatalf("version %#x", v)
 	}
 	c.Close()

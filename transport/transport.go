@@ -254,8 +254,14 @@ func (d *Dialer) connect(ctx context.Context) (net.Conn, error) {
 	}
 	var under net.Conn = c
 	var rc *recordConn
-	if d.beneath {
+	switch {
+	case d.beneath:
 		rc = &recordConn{TCPConn: c}
+		under = rc
+	case d.pool != nil:
+		// TLS over the tcp transport: a TLSStream that never steps down,
+		// whose reads take the records already received (TLSStream.Read).
+		rc = &recordConn{TCPConn: c, open: true}
 		under = rc
 	}
 	tc, err := d.tls.client(ctx, under)
