@@ -68,6 +68,20 @@ func (l *logLines) Write(p []byte) (int, error) {
 func (l *logLines) String() string     { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 func (l *logLines) count(s string) int { return strings.Count(l.String(), s) }
 
+// countSoon is count once it reaches want or 5 s have passed: a line the
+// slot logs as it learns of a loss may come just after the dial that saw
+// the loss returned.
+func (l *logLines) countSoon(s string, want int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := l.count(s)
+		if n >= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // sockets records the sockets the policy hook sees, and may refuse them.
 type sockets struct {
 	mu     sync.Mutex
