@@ -219,8 +219,11 @@ func TestStrictRouteReloadLeaksNothing(t *testing.T) {
 		sw := l.start(t, path, conf)
 		idx := l.linkIndex()
 		probes := l.probeDuring(func() {
-			for n := 1; n <= 5; n++ {
-				mtu := []string{"1400", "1500", "1300", "1450", "1350"}[n-1]
+			// Five reloads; without strict_route more (up to 20) until a
+			// probe has gone around, so that a loaded machine whose probes
+			// missed the gaps does not fail the proof.
+			for n := 1; n <= 5 || !strict && leaks.Load() == 0 && n <= 20; n++ {
+				mtu := []string{"1400", "1500", "1300", "1450", "1350"}[(n-1)%5]
 				os.WriteFile(path, []byte(strings.Replace(conf, "mtu = 1500", "mtu = "+mtu, 1)), 0o600)
 				sw.Cmd.Process.Signal(syscall.SIGHUP)
 				sw.WaitLog("reload applied", n, 10*time.Second)
