@@ -73,12 +73,20 @@ func plainUDP(p []byte, validated bool) (src, dst netip.AddrPort, payload []byte
 		p[l4+header.UDPMinimumSize:], true
 }
 
+// takePlain hands p, a packet from the device, to its association when it
+// is a plain UDP datagram, and reports whether it did.
+func (in *Inbound) takePlain(p []byte, validated bool) bool {
+	src, dst, payload, ok := plainUDP(p, validated)
+	if ok {
+		in.datagram(src, dst, payload)
+	}
+	return ok
+}
+
 // inject hands one packet from the device to its association when it is a
 // plain UDP datagram, to the stack otherwise.
 func (in *Inbound) inject(p []byte, validated bool) {
-	if src, dst, payload, ok := plainUDP(p, validated); ok {
-		in.datagram(src, dst, payload)
-		return
+	if !in.takePlain(p, validated) {
+		in.stack.InjectReceived(p, validated)
 	}
-	in.stack.InjectReceived(p, validated)
 }

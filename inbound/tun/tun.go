@@ -116,14 +116,9 @@ func (in *Inbound) readDevice() {
 		ps = ps[:0]
 		for i := range n {
 			p := bufs[i][packetOffset : packetOffset+sizes[i]]
-			if in.echo(p) {
-				continue
+			if !in.echo(p) && !in.takePlain(p, false) {
+				ps = append(ps, p)
 			}
-			if src, dst, payload, ok := plainUDP(p, false); ok {
-				in.datagram(src, dst, payload) // fastudp.go
-				continue
-			}
-			ps = append(ps, p)
 		}
 		// A batch holds the segments an offloading device split from the
 		// kernel's large ones: the stack takes them coalesced again.
