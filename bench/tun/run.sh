@@ -11,6 +11,10 @@
 #
 # Environment:
 #   BENCH_D      measured time of each figure (default 5s)
+#   BENCH_ROUNDS rounds (default 3): each round measures switchyard, then
+#                sing-box; the table compares the best round of each side
+#                on each figure (as bench/proxies does), and lists every
+#                round's ratio
 #   BENCH_CPUS   if set, the proxies run under `taskset -c $BENCH_CPUS`
 #   BENCH_SPLIT  P:H (e.g. 1:0): each proxy runs on CPUs P, the servers and
 #                the harness on CPUs H, so that the load the harness makes
@@ -107,25 +111,46 @@ measure_one() { # name cmd...
 	ip -n "$C" link set "$dev" up 2>/dev/null || true
 	ip -n "$C" route replace default dev "$dev"
 	sleep 0.5
-	ip netns exec "$C" "${load_cpus[@]}" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee "$work/$name.out" >&2
+	ip netns exec "$C" "${load_cpus[@]}" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee -a "$work/$name.out" >&2
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
 	ip -n "$C" route del default 2>/dev/null || true
 }
 
-measure_one switchyard "$work/switchyard" run -c "$work/switchyard.toml"
-measure_one sing-box "$singbox" run -c "$work/sing-box.json"
+rounds=${BENCH_ROUNDS:-3}
+for round in $(seq "$rounds"); do
+	echo "round $round of $rounds" >&2
+	measure_one switchyard "$work/switchyard" run -c "$work/switchyard.toml"
+	measure_one sing-box "$singbox" run -c "$work/sing-box.json"
+done
 
+# field prints a figure's value in each round, one a line.
 field() { # file key
 	tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"
 }
-printf '%-16s %12s %12s %8s\n' figure switchyard sing-box ratio
+# best is a side's best round: the highest rate, or the lowest CPU.
+best() { # key values...
+	local k=$1
+	shift
+	case $k in
+	cpu_*) printf '%s\n' "$@" | sort -g | head -1 ;;
+	*) printf '%s\n' "$@" | sort -g | tail -1 ;;
+	esac
+}
+printf '%-18s %10s %10s %6s   %s\n' figure switchyard sing-box ratio "each round"
 for k in tcp_mbps conns_per_s udp_pps udp_window_pps cpu_us_per_packet cpu_s_per_gb; do
-	a=$(field "$work/switchyard.out" "$k")
-	b=$(field "$work/sing-box.out" "$k")
+	mapfile -t as < <(field "$work/switchyard.out" "$k")
+	mapfile -t bs < <(field "$work/sing-box.out" "$k")
+	a=$(best "$k" "${as[@]}")
+	b=$(best "$k" "${bs[@]}")
 	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-	printf '%-16s %12s %12s %8s\n' "$k" "$a" "$b" "$r"
+	each=""
+	for i in "${!as[@]}"; do
+		each+=$(awk -v a="${as[$i]}" -v b="${bs[$i]:-0}" 'BEGIN { if (b > 0) printf " %.2f", a / b; else printf " -" }')
+	done
+	printf '%-18s %10s %10s %6s  %s\n' "$k" "$a" "$b" "$r" "$each"
 done
-echo "(udp_pps: 8 sockets, one datagram in flight each; udp_window_pps: 8 sockets, 32 in flight each;"
-echo " cpu_us_per_packet, of the pipelined run, and cpu_s_per_gb: lower is better; the others: higher is better)"
+echo "(best round of each side; udp_pps: 8 sockets, one datagram in flight each; udp_window_pps: 8 sockets,"
+echo " 32 in flight each; cpu_us_per_packet, of the pipelined run, and cpu_s_per_gb: lower is better;"
+echo " the others: higher is better)"
 grep -i -h 'error\|panic' "$work"/*.log >&2 || true
