@@ -82,7 +82,7 @@ type Link struct {
 
 	drops atomic.Uint64 // packets accepted and never handed to a sub-link
 
-	deliver func([]byte, netx.Addr) // set by PushPackets; guarded by mu
+	batches func() netx.PacketBatch // set by PushPackets or PushBatches; guarded by mu
 	recv    chan delivery           // sub-link readers hand datagrams to ReadPacket
 	done    chan struct{}           // closed by Close
 	opens   sync.WaitGroup          // one per open in progress

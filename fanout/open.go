@@ -177,7 +177,7 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		if len(q) == 0 {
 			s.opening = false
 			l.readers.Add(1)
-			go l.read(s, l.deliver)
+			go l.read(s, l.batches)
 			l.mu.Unlock()
 			return
 		}

@@ -15,27 +15,57 @@ type delivery struct {
 	ack  chan<- struct{}
 }
 
-var _ netx.PacketPusher = (*Link)(nil)
+var (
+	_ netx.PacketPusher = (*Link)(nil)
+	_ netx.BatchPusher  = (*Link)(nil)
+)
 
 // PushPackets makes every sub-link's reader hand its datagrams to deliver
 // itself instead of queueing them for ReadPacket (netx.PacketPusher). Call
 // it before the first WritePacket.
 func (l *Link) PushPackets(deliver func(p []byte, from netx.Addr)) {
+	b := pushEach(deliver)
+	l.PushBatches(func() netx.PacketBatch { return b })
+}
+
+// pushEach is the batch of PushPackets: it hands on each datagram as it
+// comes.
+type pushEach func(p []byte, from netx.Addr)
+
+func (f pushEach) Add(p []byte, from netx.Addr) { f(p, from) }
+func (pushEach) Flush()                         {}
+
+// PushBatches makes every sub-link's reader open a batch and hand its
+// datagrams to it instead of queueing them for ReadPacket
+// (netx.BatchPusher). A reader flushes its batch whenever its sub-link
+// has no datagram waiting (netx.IdleNotifier), after each datagram when
+// the sub-link cannot tell, and when it ends. Call it before the first
+// WritePacket.
+func (l *Link) PushBatches(open func() netx.PacketBatch) {
 	l.mu.Lock()
-	l.deliver = deliver
+	l.batches = open
 	l.mu.Unlock()
 }
 
 // read receives s's datagrams and hands each on, one at a time: to the
-// function PushPackets set, or to ReadPacket. Readers blocked on the
+// batch PushBatches opens, or to ReadPacket. Readers blocked on the
 // hand-off to ReadPacket queue in order, so every sub-link with a datagram
 // waiting gets its turn and a busy one cannot starve the others. A reader
 // holds a buffer only while a datagram is in flight: it waits for the next
 // one without (netx.WaitPacket) and takes one of the datagram's size class.
 // When s fails it is removed (unless something else removed it first: an
 // eviction, a failed send, Close) and closed; the association goes on.
-func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
+func (l *Link) read(s *sub, open func() netx.PacketBatch) {
 	defer l.readers.Done()
+	var (
+		batch   netx.PacketBatch
+		batched bool // the sub-link says when to flush
+	)
+	if open != nil {
+		batch = open()
+		batched = netx.NotifyIdle(s.link, batch.Flush)
+		defer batch.Flush()
+	}
 	for {
 		size, err := netx.WaitPacket(s.link)
 		if err != nil {
@@ -62,9 +92,12 @@ func (l *Link) read(s *sub, deliver func([]byte, netx.Addr)) {
 		if !s.replied.Load() && s.replied.CompareAndSwap(false, true) {
 			l.reportPath(s.node, true)
 		}
-		if deliver != nil {
-			deliver((*bp)[:n], from)
+		if batch != nil {
+			batch.Add((*bp)[:n], from)
 			netx.PutBuf(bp)
+			if !batched {
+				batch.Flush()
+			}
 			if s.report != nil {
 				s.report.deliveredBytes(n)
 			}

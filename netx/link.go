@@ -22,3 +22,24 @@ type PacketPusher interface {
 	// WritePacket; ReadPacket is not to be used afterwards.
 	PushPackets(deliver func(p []byte, from Addr))
 }
+
+// A PacketBatch takes the datagrams one reader of a link received in a
+// row and hands them on together: Add takes each (p is valid only during
+// the call), Flush hands on what was added. Its reader calls both from one
+// goroutine.
+type PacketBatch interface {
+	Add(p []byte, from Addr)
+	Flush()
+}
+
+// A BatchPusher is a PacketPusher whose readers can hand on their
+// datagrams in batches: each reader opens a batch of its own, adds every
+// datagram it receives and flushes the batch whenever it would wait for
+// the next (see IdleNotifier), or after each datagram when its sub-link
+// cannot tell.
+type BatchPusher interface {
+	// PushBatches makes every reader of the link call open once, then
+	// hand its datagrams to the batch open returned. Call it once, before
+	// the first WritePacket, instead of PushPackets.
+	PushBatches(open func() PacketBatch)
+}

@@ -118,6 +118,7 @@ type DualUDP struct {
 	in      chan inbound // from the per-family readers
 	next    inbound      // a datagram WaitPacket took from in, for ReadFrom
 	hasNext bool
+	idle    func() // NotifyIdle's
 }
 
 type inbound struct {
@@ -160,6 +161,13 @@ func (u *DualUDP) use(f Family) {
 	}
 }
 
+// NotifyIdle makes WaitPacket call idle each time no datagram is waiting,
+// before it blocks (netx.IdleNotifier).
+func (u *DualUDP) NotifyIdle(idle func()) bool {
+	u.idle = idle
+	return true
+}
+
 // WaitPacket waits for the next datagram from either family in use and
 // returns its size, without taking it.
 func (u *DualUDP) WaitPacket() (int, error) {
@@ -175,12 +183,21 @@ func (u *DualUDP) WaitPacket() (int, error) {
 			select {
 			case u.next = <-u.in:
 				u.hasNext = true
+				continue
+			default:
+			}
+			if u.idle != nil {
+				u.idle()
+			}
+			select {
+			case u.next = <-u.in:
+				u.hasNext = true
 			case <-u.stop:
 				return 0, net.ErrClosed
 			}
 			continue
 		}
-		n, err := u.waits[f].Wait()
+		n, err := u.waits[f].WaitIdle(u.idle)
 		if u.woken(c, err) {
 			continue
 		}

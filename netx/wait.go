@@ -30,6 +30,27 @@ func WaitPacket(l PacketLink) (int, error) {
 	return MaxBuf, nil
 }
 
+// An IdleNotifier is a PacketWaiter that can tell its reader when it has
+// taken every datagram that was waiting: the moment for a reader that
+// batches what it receives to hand the batch on (PacketBatch).
+type IdleNotifier interface {
+	// NotifyIdle makes WaitPacket call idle, on the reader's goroutine,
+	// each time it finds no datagram waiting, just before it blocks. The
+	// reader calls it once, before its first WaitPacket; false means the
+	// link cannot tell.
+	NotifyIdle(idle func()) bool
+}
+
+// NotifyIdle asks l to call idle whenever its WaitPacket is about to block
+// (IdleNotifier) and reports whether it will. Wrappers of a link forward it
+// with this function.
+func NotifyIdle(l PacketLink, idle func()) bool {
+	if n, ok := l.(IdleNotifier); ok {
+		return n.NotifyIdle(idle)
+	}
+	return false
+}
+
 // A DatagramWaiter waits for the datagrams of one UDP socket without
 // holding a buffer meanwhile. One goroutine at a time uses it; a wait costs
 // no allocation.
@@ -42,6 +63,7 @@ type DatagramWaiter struct {
 	// Set by NewDatagramWaiter: the datagram a wait took off the socket.
 	held     *[]byte
 	heldFrom netip.AddrPort
+	idle     func() // during WaitIdle: called when the socket is empty
 
 	// Set by NewDatagramWaiterFrom.
 	from    netip.AddrPort // the one sender, unmapped and without a zone
@@ -75,7 +97,13 @@ func NewDatagramWaiter(c *net.UDPConn) (*DatagramWaiter, error) {
 		if err != nil {
 			PutBuf(bp)
 			w.size, w.err = 0, err
-			return err != syscall.EAGAIN
+			if err != syscall.EAGAIN {
+				return true
+			}
+			if w.idle != nil {
+				w.idle()
+			}
+			return false
 		}
 		*bp = (*bp)[:n]
 		w.held, w.heldFrom = bp, from
@@ -151,8 +179,9 @@ func NewDatagramWaiterFrom(c *net.UDPConn, from netip.AddrPort, dropped func(fro
 
 // Wait blocks until a datagram can be read from the socket and returns its
 // size: it is then held (NewDatagramWaiter), or, with a sender
-// (NewDatagramWaiterFrom), one of its datagrams is next on the socket. It fails as a read would: once the socket is closed, when its
-// read deadline passes, or with the socket's pending error.
+// (NewDatagramWaiterFrom), one of its datagrams is next on the socket.
+// It fails as a read would: once the socket is closed, when its read
+// deadline passes, or with the socket's pending error.
 func (w *DatagramWaiter) Wait() (int, error) {
 	for {
 		w.again = false
@@ -163,4 +192,13 @@ func (w *DatagramWaiter) Wait() (int, error) {
 			return w.size, w.err
 		}
 	}
+}
+
+// WaitIdle waits as Wait does and calls idle (when not nil) each time it
+// finds the socket empty, just before it blocks; only a waiter made by
+// NewDatagramWaiter calls it.
+func (w *DatagramWaiter) WaitIdle(idle func()) (int, error) {
+	w.idle = idle
+	defer func() { w.idle = nil }()
+	return w.Wait()
 }

@@ -99,6 +99,9 @@ func (g *guardedLink) ReadPacket(p []byte) (int, netx.Addr, error) {
 // (netx.PacketWaiter); ReadPacket then reports a drain.
 func (g *guardedLink) WaitPacket() (int, error) { return netx.WaitPacket(g.link) }
 
+// NotifyIdle forwards to the inner link (netx.IdleNotifier).
+func (g *guardedLink) NotifyIdle(idle func()) bool { return netx.NotifyIdle(g.link, idle) }
+
 func (g *guardedLink) Close() error {
 	g.once.Do(func() { g.t.remove(g) })
 	return g.link.Close()

@@ -71,6 +71,9 @@ func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {
 // (netx.PacketWaiter).
 func (l *Link) WaitPacket() (int, error) { return netx.WaitPacket(l.l) }
 
+// NotifyIdle forwards to the inner link (netx.IdleNotifier).
+func (l *Link) NotifyIdle(idle func()) bool { return netx.NotifyIdle(l.l, idle) }
+
 // Close unregisters the flow and closes the inner link. It is idempotent.
 func (l *Link) Close() error { return l.m.close() }
 

@@ -275,6 +275,10 @@ func (l *resolvingUDP) debug(format string, args ...any) {
 // without taking it (netx.PacketWaiter).
 func (l *resolvingUDP) WaitPacket() (int, error) { return l.u.WaitPacket() }
 
+// NotifyIdle: the sockets' waits tell when they find nothing waiting
+// (netx.IdleNotifier).
+func (l *resolvingUDP) NotifyIdle(idle func()) bool { return l.u.NotifyIdle(idle) }
+
 // ReadPacket returns the next datagram from either family's socket.
 func (l *resolvingUDP) ReadPacket(p []byte) (int, netx.Addr, error) {
 	n, from, err := l.u.ReadFrom(p)
