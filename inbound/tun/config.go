@@ -41,6 +41,10 @@ const (
 	// virtioHdrLen is the virtio-net header before each packet of an
 	// offloading TUN's file.
 	virtioHdrLen = 10
+	// The virtio-net header's flag that leaves the checksum to the kernel,
+	// and its type of UDP segmentation offload (linux/virtio_net.h).
+	virtioNeedsCsum = 1
+	virtioGSOUDPL4  = 5
 )
 
 // Config describes one TUN inbound.

@@ -40,6 +40,23 @@ func rawFile(dev interface{ BatchSize() int }) (*os.File, bool) {
 	return f.File(), true
 }
 
+// segmentationOffload reports whether the kernel cuts a UDP packet written
+// to f with the virtio-net header's UDP segmentation offload into its
+// datagrams (Linux 6.2 and later): it does when it takes the offload flags
+// that include USO, the ones the device was opened with.
+func segmentationOffload(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		serr = unix.IoctlSetInt(int(fd), unix.TUNSETOFFLOAD,
+			unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6|unix.TUN_F_USO4|unix.TUN_F_USO6)
+	})
+	return err == nil && serr == nil
+}
+
 // readRaw reads f until it closes, handing every packet to the stack.
 func (in *Inbound) readRaw(f *os.File) {
 	buf := make([]byte, virtioHdrLen+65535)

@@ -8,3 +8,5 @@ import "os"
 func rawFile(interface{ BatchSize() int }) (*os.File, bool) { return nil, false }
 
 func (in *Inbound) readRaw(*os.File) {}
+
+func segmentationOffload(*os.File) bool { return false }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.zx2c4.com/wireguard/tun"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -24,7 +25,10 @@ type Inbound struct {
 	// raw is the device's file when an offloading device is read and
 	// written here (rawread_linux.go), bypassing the device's own Read and
 	// Write; nil otherwise.
-	raw      *os.File
+	raw *os.File
+	// segment: the kernel takes UDP segmentation offload on raw's writes
+	// (replies.go); cleared if a write says otherwise.
+	segment  atomic.Bool
 	injectFn func(p []byte, validated bool) // inject, made once
 	stack    *netstack.Stack
 	conn     inbound.Connector
@@ -73,6 +77,7 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	in.injectFn = in.inject
 	if f, ok := rawFile(dev); ok {
 		in.raw = f
+		in.segment.Store(segmentationOffload(f))
 	}
 	fwd := tcp.NewForwarder(st.Stack(), 0, cfg.MaxHandshakes, in.handleTCP)
 	st.Stack().SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)

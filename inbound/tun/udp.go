@@ -95,10 +95,13 @@ func (as *associations) get(src netip.AddrPort) *association {
 	}
 	flow := netx.Flow{Network: netx.UDP, Src: src, Inbound: as.in.cfg.Tag, SniffPackets: as.in.cfg.Sniff}
 	a := &association{as: as, src: src, link: as.in.conn.OpenAssociation(flow)}
-	// A link that pushes its replies writes each to the device on the
-	// reader that received it: no hand-off to a goroutine of ours.
+	// A link that pushes its replies writes them to the device on the
+	// reader that received them, a run of them at once when it can
+	// (replies.go): no hand-off to a goroutine of ours.
 	p, push := a.link.(netx.PacketPusher)
-	if push {
+	if b, ok := a.link.(netx.BatchPusher); ok {
+		b.PushBatches(a.newBatch)
+	} else if push {
 		p.PushPackets(a.reply)
 	} else if !as.in.begin() {
 		as.mu.Unlock()
@@ -202,28 +205,21 @@ func (a *association) replies() {
 	}
 }
 
-// reply writes one reply a pushing link's reader received to the
-// application. Readers of different sub-links call it at once, each with
-// a buffer of its own.
-func (a *association) reply(p []byte, from netx.Addr) {
-	bp := netx.GetBuf(packetOffset + udpHeaders + len(p))
-	defer netx.PutBuf(bp)
-	buf := *bp
-	if len(buf) < packetOffset+udpHeaders+len(p) {
-		return // longer than any datagram a link delivers
-	}
-	a.write(buf, copy(buf[packetOffset+udpHeaders:], p), from)
-}
-
 // write writes the reply of n bytes at buf[packetOffset+udpHeaders:] to the
 // application, from the peer it came from.
 func (a *association) write(buf []byte, n int, from netx.Addr) {
-	in := a.as.in
 	a.touch()
-	peer, ok := a.sent.source(from, in.cfg.IsFake)
+	peer, ok := a.sent.source(from, a.as.in.cfg.IsFake)
 	if !ok {
 		return
 	}
+	a.writeFrom(buf, n, peer)
+}
+
+// writeFrom writes the reply of n bytes at buf[packetOffset+udpHeaders:]
+// to the application, from peer.
+func (a *association) writeFrom(buf []byte, n int, peer netip.AddrPort) {
+	in := a.as.in
 	if p, ok := buildUDP(buf, peer, a.src, n, in.cfg.MTU); ok {
 		in.writePacket(p)
 	}
