@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -112,39 +111,19 @@ func TestDualUDPNotifiesIdleWithBothFamilies(t *testing.T) {
 		t.Skip("no IPv6 socket")
 	}
 	defer u.Close()
-	var idles atomic.Int32
-	u.NotifyIdle(func() { idles.Add(1) })
-	got := make(chan string, 4)
-	go func() {
-		p := make([]byte, 64)
-		for {
-			if _, err := u.WaitPacket(); err != nil {
-				return
-			}
-			n, _, err := u.ReadFrom(p)
-			if err != nil {
-				return
-			}
-			got <- string(p[:n])
-		}
-	}()
+	r := newIdleReader(u)
 	for _, m := range []struct {
 		to netip.AddrPort
 		p  string
 	}{{echo4, "four"}, {echo6, "six"}} {
-		before := idles.Load()
 		if err := u.WriteTo([]byte(m.p), m.to); err != nil {
 			t.Fatal(err)
 		}
-		if s := recv(t, got); s != m.p {
+		if s := recv(t, r.got); s != m.p {
 			t.Fatalf("got %q, want %q", s, m.p)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for idles.Load() == before {
-			if time.Now().After(deadline) {
-				t.Fatalf("no idle call after %q", m.p)
-			}
-			time.Sleep(time.Millisecond)
+		if n := r.run(t); n != 1 {
+			t.Fatalf("idle after %d datagrams, want 1", n)
 		}
 	}
 }
