@@ -167,8 +167,8 @@ func TestRepliesRunsEnd(t *testing.T) {
 		n    int
 	}{
 		{replyPeerA, 1000}, {replyPeerA, 1000}, // run 1
-		{replyPeerB, 1000},                     // another peer: run 2, alone
-		{replyPeerA, 1200}, {replyPeerA, 500},  // run 3: longer than run 1's, then a shorter last
+		{replyPeerB, 1000},                    // another peer: run 2, alone
+		{replyPeerA, 1200}, {replyPeerA, 500}, // run 3: longer than run 1's, then a shorter last
 		{replyPeerA, 500}, // after a shorter one: run 4, alone
 	}
 	for i, d := range in {
