@@ -27,9 +27,10 @@ import (
 // (the IP length field bounds it), in one pooled buffer, and only while
 // its reader keeps finding replies waiting: a lone reply is written as
 // soon as its reader finds the socket empty, as before. segMax is 64:
-// Linux refuses to cut a packet into more than UDP_MAX_SEGMENTS (128 on
-// 6.x kernels, 64 on older ones); 64 datagrams of a typical 1200–1400-byte
-// QUIC size already fill most of the 64 KiB a packet can carry.
+// Linux bounds the datagrams one packet is cut into (UDP_MAX_SEGMENTS,
+// 64 when the offload came and no lower since), and 64 datagrams of a
+// typical 1200–1400-byte QUIC size already fill most of the 64 KiB a
+// packet can carry.
 const segMax = 64
 
 // replyBatch is one fan-out reader's run of replies to an association.
