@@ -4,25 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"switchyard/test/internal/swproc"
 	"switchyard/test/socksclient"
 )
 
-// freeLoopbackPort is a loopback TCP port nothing listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freeLoopbackPort is a loopback port nothing listens on now, below the
+// ephemeral range (swproc.FreePort).
+func freeLoopbackPort(t *testing.T) int { return swproc.FreePort(t) }
 
 func apiCall(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"switchyard/test/internal/swproc"
 	"switchyard/test/socksclient"
 )
 
@@ -43,50 +43,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Peers listen on ports picked below the kernel's ephemeral range (32768
-// up on Linux), which ":0" listeners and outgoing connections of the other
-// test binaries running meanwhile draw from: a port found free here is not
-// taken by one of them before the peer binds it. usedPorts keeps this
-// binary from handing out one port twice.
-const (
-	peerPortLo = 20000
-	peerPortHi = 32767
-)
-
-var usedPorts struct {
-	sync.Mutex
-	m map[int]bool
-}
-
-// freePort returns a loopback port nothing listens on (TCP and UDP).
-func freePort(t *testing.T) int {
-	t.Helper()
-	usedPorts.Lock()
-	defer usedPorts.Unlock()
-	if usedPorts.m == nil {
-		usedPorts.m = map[int]bool{}
-	}
-	for range 200 {
-		port := peerPortLo + mrand.IntN(peerPortHi-peerPortLo+1)
-		if usedPorts.m[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		pc, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		usedPorts.m[port] = true
-		return port
-	}
-	t.Fatal("no free port")
-	return 0
-}
+// freePort returns a loopback port nothing listens on (TCP and UDP),
+// below the ephemeral range (swproc.FreePort).
+func freePort(t *testing.T) int { return swproc.FreePort(t) }
 
 type logBuf struct {
 	mu sync.Mutex
