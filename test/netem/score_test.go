@@ -106,6 +106,10 @@ func runLabPolicy(t *testing.T, lab *netlab.ScoreLab, policy string) (*netlab.La
 		stats, err := netlab.ScoreReasons(sy.api)
 		t.Logf("score: the engine's counters after the flows (%v):\n%s", err, stats)
 	}
+	for _, n := range []string{netlab.OutboundA, netlab.OutboundB} {
+		d, err := netlab.ProbeLatency(sy.api, n)
+		t.Logf("%s: %s's latest probe latency %v (%v)", policy, n, d, err)
+	}
 	time.Sleep(200 * time.Millisecond) // Xray's access log is written asynchronously
 	after := accessCounts(lab)
 	var lines []string
@@ -203,6 +207,16 @@ func checkScore(t *testing.T, run *netlab.LabRun, logs map[string]access) {
 				s.Site, n, ok, viaA, s.Sequence)
 		}
 	}
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		var lines []string
+		for _, s := range run.Summary(sites) {
+			lines = append(lines, fmt.Sprintf("%s: %s", s.Site, s.Reasons))
+		}
+		t.Logf("score, each site's flows in order, by carrier (x: failed), with the Score counters each moved:\n%s", strings.Join(lines, "\n"))
+	}()
 	if failedAtA == 0 {
 		t.Errorf("score: no flow to a site A blocks failed on A; the run did not test a move")
 	}

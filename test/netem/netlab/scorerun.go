@@ -2,6 +2,7 @@ package netlab
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -28,6 +29,10 @@ type LabFlow struct {
 	// Chain is the node switchyard's flow table named for the flow while
 	// it was open ("A", "B"), or "" when the API did not list it.
 	Chain string
+	// Reasons are the Score reason and candidate counters that moved
+	// while the flow ran (its rank's, and a retry's), read from the
+	// API's Score statistics after the flow; "" without a Score group.
+	Reasons string
 }
 
 // A LabRun is the flows of one policy, in the order they ran.
@@ -48,6 +53,10 @@ type LabRun struct {
 func (l *ScoreLab) Drive(policy, label, proxy, api string, lead, rounds int, timeout, gap time.Duration) *LabRun {
 	run := &LabRun{Policy: policy}
 	order := interleave(l.Open, l.Blocked)
+	var counters map[string]int64 // the Score counters before the flow
+	if api != "" {
+		counters, _ = scoreCounters(api)
+	}
 	for r := range lead + rounds {
 		sites := order
 		if r < lead {
@@ -78,6 +87,12 @@ func (l *ScoreLab) Drive(policy, label, proxy, api string, lead, rounds int, tim
 				f.Carrier = l.Node(src)
 				if f.Carrier == "" {
 					f.Carrier = "?" + src.String()
+				}
+			}
+			if counters != nil {
+				if now, err := scoreCounters(api); err == nil {
+					f.Reasons = movedCounters(counters, now)
+					counters = now
 				}
 			}
 			run.Flows = append(run.Flows, f)
@@ -150,6 +165,10 @@ type SiteSummary struct {
 	FailedA   int // failed flows switchyard's flow table put on node A
 	FailedB   int
 	Sequence  string // per flow in order: A or B for a success by that node, x for a failure
+	// Reasons is per flow in order its Sequence letter and the Score
+	// counters that moved during it (LabFlow.Reasons), for a failure's
+	// report: "A(incumbentHeld) B(periodicExplore) ...".
+	Reasons string
 }
 
 // Summary is the run's per-site figures, in the order of sites.
@@ -183,6 +202,12 @@ func (r *LabRun) Summary(sites []string) []SiteSummary {
 					s.FailedB++
 				}
 				s.Sequence += "x"
+			}
+			if f.Reasons != "" {
+				if s.Reasons != "" {
+					s.Reasons += " "
+				}
+				s.Reasons += fmt.Sprintf("%s(%s)", s.Sequence[len(s.Sequence)-1:], f.Reasons)
 			}
 		}
 		if len(ttfb) > 0 {
@@ -227,32 +252,11 @@ func (l *ScoreLab) AllSites() []string { return append(slices.Clone(l.Open), l.B
 // URLTest ranks by and Score takes as its probe baseline.
 func WaitProbed(api string, nodes []string, within time.Duration) error {
 	end := time.Now().Add(within)
-	c := http.Client{Timeout: 2 * time.Second}
-	probed := func(node string) (bool, string) {
-		resp, err := c.Get("http://" + api + "/switchyard/v1/nodes/" + node)
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, resp.Status
-		}
-		var body struct {
-			States map[string]map[string]struct {
-				LatencyMS *float64 `json:"latency_ms"`
-			} `json:"states"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			return false, err.Error()
-		}
-		return body.States["tcp"]["ipv4"].LatencyMS != nil, "no TCP latency yet"
-	}
 	for {
 		all, why := true, ""
 		for _, n := range nodes {
-			ok, w := probed(n)
-			if !ok {
-				all, why = false, n+": "+w
+			if _, err := ProbeLatency(api, n); err != nil {
+				all, why = false, n+": "+err.Error()
 				break
 			}
 		}
@@ -264,6 +268,86 @@ func WaitProbed(api string, nodes []string, within time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// scoreCounters reads every Score group's reason counters and
+// candidate counters at api, keyed "group/network/counter".
+func scoreCounters(api string) (map[string]int64, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + api + "/switchyard/v1/stats/score")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Groups []map[string]json.RawMessage `json:"groups"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return nil, err
+	}
+	m := map[string]int64{}
+	for _, g := range body.Groups {
+		var name, network string
+		json.Unmarshal(g["group"], &name)
+		json.Unmarshal(g["network"], &network)
+		var reasons map[string]int64
+		json.Unmarshal(g["reasons"], &reasons)
+		for k, v := range reasons {
+			m[name+"/"+network+"/"+k] = v
+		}
+		for k, raw := range g {
+			var v int64
+			if json.Unmarshal(raw, &v) == nil {
+				m[name+"/"+network+"/"+k] = v
+			}
+		}
+	}
+	return m, nil
+}
+
+// movedCounters names the counters of now that moved since before, with
+// their increase: "incumbentHeld" or "budgetBlocked+2,periodicExplore".
+func movedCounters(before, now map[string]int64) string {
+	var moved []string
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		d := now[k] - before[k]
+		if d <= 0 {
+			continue
+		}
+		name := k[strings.LastIndexByte(k, '/')+1:]
+		if d > 1 {
+			name += fmt.Sprintf("+%d", d)
+		}
+		moved = append(moved, name)
+	}
+	return strings.Join(moved, ",")
+}
+
+// ProbeLatency is node's latest TCP (IPv4) probe latency as switchyard's
+// API at api reports it (GET /switchyard/v1/nodes/{node}).
+func ProbeLatency(api, node string) (time.Duration, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + api + "/switchyard/v1/nodes/" + node)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, errors.New(resp.Status)
+	}
+	var body struct {
+		States map[string]map[string]struct {
+			LatencyMS *float64 `json:"latency_ms"`
+		} `json:"states"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return 0, err
+	}
+	ms := body.States["tcp"]["ipv4"].LatencyMS
+	if ms == nil {
+		return 0, errors.New("no TCP latency yet")
+	}
+	return time.Duration(*ms * float64(time.Millisecond)), nil
 }
 
 // ScoreReasons is one line per Score group and network with flows from
