@@ -157,7 +157,7 @@ func (in *Inbound) writeSegmented(pkt []byte, hlen, seg int) error {
 	binary.NativeEndian.PutUint16(h[4:], uint16(seg))                        // gso_size
 	binary.NativeEndian.PutUint16(h[6:], uint16(hlen))                       // csum_start
 	binary.NativeEndian.PutUint16(h[8:], 6)                                  // csum_offset: the UDP checksum
-	_, err := in.raw.Write(h)
+	_, err := in.rawOut.Write(h)
 	if err != nil && !errors.Is(err, unix.EINVAL) && in.ctx.Err() == nil {
 		in.log.Debug("tun device write failed", "error", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -43,7 +44,7 @@ func newReplyLab(t *testing.T, app netip.AddrPort, peers ...netip.AddrPort) *rep
 	t.Cleanup(func() { raw.Close(); peer.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	in := &Inbound{cfg: Config{MTU: 1500}, raw: raw, log: slog.New(slog.DiscardHandler), ctx: ctx, cancel: cancel}
+	in := &Inbound{cfg: Config{MTU: 1500}, raw: raw, rawOut: raw, log: slog.New(slog.DiscardHandler), ctx: ctx, cancel: cancel}
 	in.segment.Store(true)
 	a := &association{as: &associations{in: in}, src: app}
 	for _, p := range peers {
@@ -235,6 +236,61 @@ func TestRepliesWithoutSegmentationGoOneByOne(t *testing.T) {
 		if w.h.gsoType != 0 || len(datagrams(t, w)) != 1 {
 			t.Fatalf("a segmented write: %+v", w.h)
 		}
+	}
+}
+
+// refusesSegments is a device file whose kernel takes no UDP segmentation
+// offload on writes: a segmented write fails with EINVAL, any other goes
+// through. It counts the segmented writes it refused.
+type refusesSegments struct {
+	w       io.Writer
+	refused int
+}
+
+func (r *refusesSegments) Write(p []byte) (int, error) {
+	if len(p) >= virtioHdrLen && parseVirtioHdr(p).gsoType == virtioGSOUDPL4 {
+		r.refused++
+		return 0, unix.EINVAL
+	}
+	return r.w.Write(p)
+}
+
+// A run the kernel refuses to cut (EINVAL on the segmented write) still
+// reaches the application: its datagrams go one by one, in order and
+// whole, and the inbound stops offering segmented writes from then on.
+func TestARunTheKernelRefusesGoesOneByOne(t *testing.T) {
+	l := newReplyLab(t, replyApp, replyPeerA)
+	dev := &refusesSegments{w: l.in.rawOut}
+	l.in.rawOut = dev
+	for round := range 2 {
+		b := l.a.newBatch()
+		var want []appDatagram
+		for i := range 4 {
+			p := strings.Repeat(string(rune('a'+i)), 900)
+			if i == 3 {
+				p = p[:100]
+			}
+			want = append(want, appDatagram{replyPeerA, replyApp, p})
+			l.add(b, replyPeerA, p)
+		}
+		b.Flush()
+		ws := l.writes(t)
+		var got []appDatagram
+		for _, w := range ws {
+			if w.h.gsoType != 0 {
+				t.Fatalf("round %d: a segmented write reached the device: %+v", round, w.h)
+			}
+			got = append(got, datagrams(t, w)...)
+		}
+		if len(ws) != 4 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: %d writes, the application reads %d datagrams; want the 4 replies in order, one write each", round, len(ws), len(got))
+		}
+		if l.in.segment.Load() {
+			t.Fatalf("round %d: segmentation still on after the kernel refused it", round)
+		}
+	}
+	if dev.refused != 1 {
+		t.Fatalf("%d segmented writes tried, want only the first run's", dev.refused)
 	}
 }
 

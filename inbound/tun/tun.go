@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -26,6 +27,8 @@ type Inbound struct {
 	// written here (rawread_linux.go), bypassing the device's own Read and
 	// Write; nil otherwise.
 	raw *os.File
+	// rawOut takes the writes to raw (raw itself; a test's double).
+	rawOut io.Writer
 	// segment: the kernel takes UDP segmentation offload on raw's writes
 	// (replies.go); cleared if a write says otherwise.
 	segment  atomic.Bool
@@ -76,7 +79,7 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	in.udp = newAssociations(in)
 	in.injectFn = in.inject
 	if f, ok := rawFile(dev); ok {
-		in.raw = f
+		in.raw, in.rawOut = f, f
 		in.segment.Store(segmentationOffload(f))
 	}
 	fwd := tcp.NewForwarder(st.Stack(), 0, cfg.MaxHandshakes, in.handleTCP)
@@ -177,10 +180,10 @@ func (in *Inbound) writeDevice() {
 // Write, whose coalescing has nothing to do for one packet.
 func (in *Inbound) writePacket(b []byte) {
 	var err error
-	if in.raw != nil {
+	if in.rawOut != nil {
 		h := b[packetOffset-virtioHdrLen:]
 		clear(h[:virtioHdrLen])
-		_, err = in.raw.Write(h)
+		_, err = in.rawOut.Write(h)
 	} else {
 		_, err = in.dev.Write([][]byte{b}, packetOffset)
 	}
