@@ -25,9 +25,9 @@ type Inbound struct {
 	dev tun.Device
 	// raw is the device's file when an offloading device is read and
 	// written here (rawread_linux.go), bypassing the device's own Read and
-	// Write; nil otherwise.
-	raw *os.File
-	// rawOut takes the writes to raw (raw itself; a test's double).
+	// Write; nil otherwise. Its writes go through rawOut: raw itself, or a
+	// test's stand-in.
+	raw    *os.File
 	rawOut io.Writer
 	// segment: the kernel takes UDP segmentation offload on raw's writes
 	// (replies.go); cleared if a write says otherwise.

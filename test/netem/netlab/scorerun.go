@@ -89,7 +89,7 @@ func (l *ScoreLab) Drive(policy, label, proxy, api string, lead, rounds int, tim
 					f.Carrier = "?" + src.String()
 				}
 			}
-			if counters != nil {
+			if len(counters) > 0 { // a Score group to read
 				if now, err := scoreCounters(api); err == nil {
 					f.Reasons = movedCounters(counters, now)
 					counters = now
