@@ -43,3 +43,28 @@ type BatchPusher interface {
 	// the first WritePacket, instead of PushPackets.
 	PushBatches(open func() PacketBatch)
 }
+
+// A PacketBatchWriter is a PacketLink that sends several datagrams to one
+// peer in one go: a UDP socket in one system call, where the kernel
+// segments them (UDP_SEGMENT).
+type PacketBatchWriter interface {
+	// WritePackets sends ps to to, in order, each a datagram of its own.
+	// It returns how many it sent: all of them, or fewer with the error
+	// that stopped it.
+	WritePackets(ps [][]byte, to Addr) (int, error)
+}
+
+// WritePackets sends ps to to on l: in one go when l is a
+// PacketBatchWriter, else with one WritePacket each, up to the first that
+// fails. It returns how many it sent.
+func WritePackets(l PacketLink, ps [][]byte, to Addr) (int, error) {
+	if b, ok := l.(PacketBatchWriter); ok {
+		return b.WritePackets(ps, to)
+	}
+	for i, p := range ps {
+		if err := l.WritePacket(p, to); err != nil {
+			return i, err
+		}
+	}
+	return len(ps), nil
+}

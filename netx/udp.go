@@ -104,8 +104,10 @@ type DualUDP struct {
 	socks [2]*net.UDPConn // by Family
 	waits [2]*DatagramWaiter
 	used  [2]atomic.Bool // a datagram went out of the family's socket
-	wake  chan struct{}  // a family came into use; capacity 1
-	stop  chan struct{}  // closed by Close
+	// unsegmented: the kernel refused a segmented send (segment.go).
+	unsegmented atomic.Bool
+	wake        chan struct{} // a family came into use; capacity 1
+	stop        chan struct{} // closed by Close
 
 	once   sync.Once
 	mu     sync.Mutex // guards closed and the start of readers
@@ -136,13 +138,17 @@ func (u *DualUDP) WriteTo(p []byte, to netip.AddrPort) error {
 	f := FamilyOf(to.Addr())
 	c := u.socks[f]
 	if c == nil {
-		return fmt.Errorf("udp: no local socket in the family of %s", to)
+		return errNoFamilySocket(to)
 	}
 	if !u.used[f].Load() {
 		u.use(f)
 	}
 	_, err := c.WriteToUDPAddrPort(p, to)
 	return err
+}
+
+func errNoFamilySocket(to netip.AddrPort) error {
+	return fmt.Errorf("udp: no local socket in the family of %s", to)
 }
 
 // use marks family f in use before its first datagram goes out, and wakes
