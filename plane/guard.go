@@ -90,6 +90,16 @@ func (g *guardedLink) WritePacket(p []byte, to netx.Addr) error {
 	return g.err(g.link.WritePacket(p, to))
 }
 
+// WritePackets sends ps to to in one go where the inner link can
+// (netx.PacketBatchWriter).
+func (g *guardedLink) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	if g.drained.Load() {
+		return 0, ErrDrained
+	}
+	n, err := netx.WritePackets(g.link, ps, to)
+	return n, g.err(err)
+}
+
 func (g *guardedLink) ReadPacket(p []byte) (int, netx.Addr, error) {
 	n, from, err := g.link.ReadPacket(p)
 	return n, from, g.err(err)

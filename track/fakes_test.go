@@ -75,3 +75,19 @@ func (s *sinkLink) Close() error {
 	s.closeOnce.Do(func() { close(s.done) })
 	return nil
 }
+
+// batchSink is a sinkLink that takes runs (netx.PacketBatchWriter): it
+// records each run's length and sends only the first sendable of each.
+type batchSink struct {
+	*sinkLink
+	sendable int
+	runs     []int
+}
+
+func (b *batchSink) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	b.runs = append(b.runs, len(ps))
+	if len(ps) > b.sendable {
+		return b.sendable, errors.New("no buffer space")
+	}
+	return len(ps), nil
+}

@@ -50,6 +50,36 @@ func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 	return nil
 }
 
+// WritePackets sends ps to their peer in one go where the inner link can
+// (netx.PacketBatchWriter), counted as WritePacket counts them. A paced
+// link sends them one by one, each waiting its turn.
+func (l *Link) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	if l.m.user != nil {
+		for i, p := range ps {
+			if err := l.WritePacket(p, to); err != nil {
+				return i, err
+			}
+		}
+		return len(ps), nil
+	}
+	if err := l.ended(); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, p := range ps {
+		total += int64(len(p))
+	}
+	l.m.addUp(total)
+	n, err := netx.WritePackets(l.l, ps, to)
+	if err != nil {
+		for _, p := range ps[n:] {
+			l.m.addUp(-int64(len(p)))
+		}
+		return n, l.m.err(err)
+	}
+	return n, nil
+}
+
 // ReadPacket receives one datagram. It fails once the link is closed or
 // killed.
 func (l *Link) ReadPacket(p []byte) (int, netx.Addr, error) {

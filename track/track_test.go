@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +305,30 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 	}
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+// A run sent in one go on a link beneath that takes runs counts what it
+// sent: the datagrams after the one a send failed on count nothing.
+func TestLinkCountsARunSentInOneGo(t *testing.T) {
+	tr := track.New()
+	inner := &batchSink{sinkLink: newSinkLink(), sendable: 4}
+	meta := tcpMeta()
+	meta.Network = netx.UDP
+	l := tr.Link(meta, inner)
+	defer l.Close()
+	to := netx.DomainAddr("peer.example", 53)
+	run := [][]byte{make([]byte, 5), make([]byte, 7), make([]byte, 11)}
+	if n, err := l.WritePackets(run, to); n != 3 || err != nil {
+		t.Fatalf("WritePackets = %d, %v", n, err)
+	}
+	inner.sendable = 1
+	if n, err := l.WritePackets(run, to); n != 1 || err == nil {
+		t.Fatalf("WritePackets = %d, %v; want 1 and the error", n, err)
+	}
+	if want := []int{3, 3}; !slices.Equal(inner.runs, want) {
+		t.Fatalf("runs %v reached the link beneath, want %v", inner.runs, want)
+	}
+	if s, _ := tr.Lookup(l.ID()); s.Up != 23+5 {
+		t.Fatalf("up %d, want %d", s.Up, 23+5)
+	}
 }

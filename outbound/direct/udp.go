@@ -124,6 +124,20 @@ func (l *resolvingUDP) WritePacket(p []byte, to netx.Addr) error {
 	return nil
 }
 
+// WritePackets sends ps to the address in as few system calls as the
+// socket allows (netx.PacketBatchWriter); to a name, one WritePacket each.
+func (l *resolvingUDP) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	if to.IP.IsValid() {
+		return l.u.WriteBatchTo(ps, netip.AddrPortFrom(to.IP, to.Port))
+	}
+	for i, p := range ps {
+		if err := l.WritePacket(p, to); err != nil {
+			return i, err
+		}
+	}
+	return len(ps), nil
+}
+
 // Dropped returns how many datagrams to names the link dropped: to a name
 // that did not resolve, or past the bounds of the lookups.
 func (l *resolvingUDP) Dropped() uint64 { return l.drops.Load() }

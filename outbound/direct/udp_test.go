@@ -414,3 +414,29 @@ func TestCloseCancelsTheLookupsInFlight(t *testing.T) {
 		t.Fatal("a lookup cancelled by Close was cached as a failure")
 	}
 }
+
+// WritePackets sends a run to an address in one go and a run to a name
+// one datagram at a time through the lookup; every datagram arrives, in
+// order, as one of its own.
+func TestWritePacketsSendsEachDatagramOfARun(t *testing.T) {
+	echo := udpEcho(t)
+	r := newFakeResolver(func(context.Context, string) ([]netip.Addr, time.Duration, error) {
+		return loopback, time.Minute, nil
+	})
+	l := newTestLink(t, r, nil)
+	for _, to := range []netx.Addr{netx.AddrFromAddrPort(echo), netx.DomainAddr("echo.test", echo.Port())} {
+		var ps [][]byte
+		for i := range 8 {
+			ps = append(ps, fmt.Appendf(nil, "%v %d %s", to, i, strings.Repeat("x", 100)))
+		}
+		ps = append(ps, []byte("short"))
+		if n, err := l.WritePackets(ps, to); n != len(ps) || err != nil {
+			t.Fatalf("WritePackets to %v = %d, %v", to, n, err)
+		}
+		for _, p := range ps {
+			if got := l.reply(t); got != string(p) {
+				t.Fatalf("got %q, want %q", got, p)
+			}
+		}
+	}
+}
