@@ -157,24 +157,115 @@ func (l *Link) WritePacket(p []byte, to netx.Addr) error {
 
 // write is WritePacket for a packet whose flow sniffed to sn.
 func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
+	s, via, pl, to, err := l.take(p, to, sn)
+	if s == nil {
+		return err
+	}
+	if err := s.link.WritePacket(p, to); err != nil {
+		return l.sendFailed(s, err, pl, p, to, sn)
+	}
+	l.delivered(s, via, len(p))
+	return nil
+}
+
+// WritePackets is WritePacket for each of ps, in order, all toward to
+// (netx.PacketBatchWriter): every packet is routed on its own, and a run
+// of them that lands on one sub-link is handed to it in one go, which a
+// UDP socket sends in one system call. It returns len(ps), or fewer with
+// net.ErrClosed once the link is closed.
+func (l *Link) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	if l.sniffer != nil {
+		for i, p := range ps {
+			if err := l.writeSniffed(p, to); err != nil {
+				return i, err
+			}
+		}
+		return len(ps), nil
+	}
+	var b batch
+	for i, p := range ps {
+		s, via, pl, t, err := l.take(p, to, sniffed{})
+		if s == nil {
+			if err != nil {
+				l.flushRun(&b)
+				return i, err
+			}
+			continue // queued, or dropped and counted
+		}
+		if s != b.s || via != b.via || pl != b.pl || t != b.to {
+			l.flushRun(&b)
+			b.s, b.via, b.pl, b.to = s, via, pl, t
+		}
+		if b.run == nil {
+			b.run = make([][]byte, 0, len(ps)-i)
+		}
+		b.run = append(b.run, p)
+	}
+	l.flushRun(&b)
+	return len(ps), nil
+}
+
+// batch is WritePackets' run of packets for one sub-link.
+type batch struct {
+	s   *sub
+	via plane.OutboundID
+	pl  *plane.Plane
+	to  netx.Addr
+	run [][]byte
+}
+
+// flushRun sends b's run on its sub-link and empties it: a packet whose send
+// fails is handled as write handles it, and those after it go as write
+// sends them, routed again.
+func (l *Link) flushRun(b *batch) {
+	if len(b.run) == 0 {
+		return
+	}
+	n, err := b.s.link.WritePackets(b.run, b.to)
+	var bytes int
+	for _, p := range b.run[:n] {
+		bytes += len(p)
+	}
+	if n > 0 {
+		l.delivered(b.s, b.via, bytes)
+	}
+	if err != nil && n < len(b.run) {
+		l.sendFailed(b.s, err, b.pl, b.run[n], b.to, sniffed{}) //nolint:errcheck // only a closed link fails, which the next write finds
+		for _, p := range b.run[n+1:] {
+			if l.write(p, b.to, sniffed{}) != nil {
+				break
+			}
+		}
+	}
+	clear(b.run)
+	b.run = b.run[:0]
+}
+
+// take routes p and claims the sub-link it goes on: that sub-link with
+// the route target that picked it, the plane routed on and the
+// destination it is sent to (the name behind a fake IP); or no sub-link
+// when p is already handled (queued for an opening sub-link, or dropped
+// and counted: err nil) or the link is closed (err net.ErrClosed).
+func (l *Link) take(p []byte, to netx.Addr, sn sniffed) (*sub, plane.OutboundID, *plane.Plane, netx.Addr, error) {
+	var none plane.OutboundID
 	pl := l.cell.Load()
 	if pl == nil {
-		return l.dropped()
+		return nil, none, nil, to, l.dropped()
 	}
 	if pl.FakeIPs != nil {
 		name, err := pl.Unfake(to)
 		if err != nil {
 			l.debug("udp fan-out: dropping a datagram: %v", err)
-			return l.dropped()
+			return nil, none, nil, to, l.dropped()
 		}
 		to = name
 	}
 	r, ok := l.route(pl, to, sn)
 	if !ok {
-		return net.ErrClosed
+		return nil, none, nil, to, net.ErrClosed
 	}
 	if r.leaf == nil {
-		return l.dropped()
+		return nil, none, nil, to, l.dropped()
 	}
 	s, v, evicted := l.claim(r, pl, p, to)
 	if v != opened {
@@ -186,37 +277,42 @@ func (l *Link) write(p []byte, to netx.Addr, sn sniffed) error {
 	}
 	switch v {
 	case opened, queuedUp:
-		return nil
+		return nil, none, nil, to, nil
 	case queueFull:
 		l.debug("udp fan-out: dropping a datagram for %s: %d are waiting for it to open", s.id, MaxQueued)
-		return l.dropped()
+		return nil, none, nil, to, l.dropped()
 	case backingOff:
 		l.debug("udp fan-out: dropping a datagram for %s: opening it failed less than %v ago", r.leaf.ID(), OpenBackoff)
-		return l.dropped()
+		return nil, none, nil, to, l.dropped()
 	case linkClosed:
-		return net.ErrClosed
+		return nil, none, nil, to, net.ErrClosed
 	}
-	if err := s.link.WritePacket(p, to); err != nil {
-		if s.report != nil {
-			s.report.sendFailed(err)
-		}
-		if l.remove(s) {
-			s.link.Close()
-			l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
-		}
-		if l.cell.Load() != pl {
-			// The packet routed on a plane a reload has replaced since, to
-			// a sub-link the reload may have drained: it goes again, on the
-			// plane now in force.
-			return l.write(p, to, sn)
-		}
-		return l.dropped()
-	}
+	return s, r.via, pl, to, nil
+}
+
+// sendFailed handles p's failed send on s, routed on pl: s is removed
+// and closed, and p goes again on the plane now in force when a reload
+// replaced pl since (the sub-link may be one it drained), else is dropped.
+func (l *Link) sendFailed(s *sub, err error, pl *plane.Plane, p []byte, to netx.Addr, sn sniffed) error {
 	if s.report != nil {
-		s.report.sentBytes(len(p))
+		s.report.sendFailed(err)
 	}
-	l.sent(s, r.via)
-	return nil
+	if l.remove(s) {
+		s.link.Close()
+		l.debug("udp fan-out: sending on %s failed: %v", s.id, err)
+	}
+	if l.cell.Load() != pl {
+		return l.write(p, to, sn)
+	}
+	return l.dropped()
+}
+
+// delivered records bytes sent on s, picked by the route target via.
+func (l *Link) delivered(s *sub, via plane.OutboundID, bytes int) {
+	if s.report != nil {
+		s.report.sentBytes(bytes)
+	}
+	l.sent(s, via)
 }
 
 // Dropped returns how many packets the link accepted and never handed to a
