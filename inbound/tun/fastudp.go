@@ -82,11 +82,3 @@ func (in *Inbound) takePlain(p []byte, validated bool) bool {
 	}
 	return ok
 }
-
-// inject hands one packet from the device to its association when it is a
-// plain UDP datagram, to the stack otherwise.
-func (in *Inbound) inject(p []byte, validated bool) {
-	if !in.takePlain(p, validated) {
-		in.stack.InjectReceived(p, validated)
-	}
-}

@@ -92,30 +92,6 @@ func withUDPLength(p []byte, l4 int) []byte {
 	return p
 }
 
-// A plain datagram reaches its association without the stack; a fragmented
-// one still goes through the stack, which reassembles it.
-func TestPlainUDPBypassesTheStack(t *testing.T) {
-	conn := &fakeConnector{}
-	l := newLab(t, Config{}, conn)
-	src, dst := netip.AddrPortFrom(appV4, 40000), netip.MustParseAddrPort("198.51.100.1:7")
-	stackIP := l.in.stack.Stack().Stats().IP.PacketsReceived
-	l.in.inject(udpPacket(src, dst, []byte("plain")), false)
-	if n := stackIP.Value(); n != 0 {
-		t.Fatalf("the stack received %d packets, want none", n)
-	}
-	waitSent(t, conn, 1)
-
-	// The same datagram in two fragments.
-	whole := udpPacket(src, dst, bytes.Repeat([]byte("f"), 24))
-	for _, frag := range fragments(whole, 16) {
-		l.in.inject(frag, false)
-	}
-	waitSent(t, conn, 2)
-	if n := stackIP.Value(); n != 2 {
-		t.Fatalf("the stack received %d packets, want the two fragments", n)
-	}
-}
-
 func waitSent(t *testing.T, conn *fakeConnector, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

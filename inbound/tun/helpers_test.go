@@ -158,13 +158,16 @@ type echoLink struct {
 	once  sync.Once
 	done  chan struct{}
 
-	mu   sync.Mutex
-	sent []netx.Addr
+	mu       sync.Mutex
+	sent     []netx.Addr
+	payloads []string   // what was sent, in order
+	runs     [][]string // what was sent in one go (WritePackets)
 }
 
 func (l *echoLink) WritePacket(p []byte, to netx.Addr) error {
 	l.mu.Lock()
 	l.sent = append(l.sent, to)
+	l.payloads = append(l.payloads, string(p))
 	l.mu.Unlock()
 	froms := []netx.Addr{to}
 	if l.reply != nil {
@@ -179,6 +182,37 @@ func (l *echoLink) WritePacket(p []byte, to netx.Addr) error {
 		}
 	}
 	return nil
+}
+
+// WritePackets records the run and sends each of ps (netx.PacketBatchWriter).
+func (l *echoLink) WritePackets(ps [][]byte, to netx.Addr) (int, error) {
+	run := make([]string, len(ps))
+	for i, p := range ps {
+		run[i] = string(p)
+	}
+	l.mu.Lock()
+	l.runs = append(l.runs, run)
+	l.mu.Unlock()
+	for i, p := range ps {
+		if err := l.WritePacket(p, to); err != nil {
+			return i, err
+		}
+	}
+	return len(ps), nil
+}
+
+// Runs returns what was sent in one go, run by run.
+func (l *echoLink) Runs() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][]string(nil), l.runs...)
+}
+
+// Payloads returns what was sent, in order.
+func (l *echoLink) Payloads() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.payloads...)
 }
 
 func (l *echoLink) ReadPacket(p []byte) (int, netx.Addr, error) {

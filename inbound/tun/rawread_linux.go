@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -57,12 +58,63 @@ func segmentationOffload(f *os.File) bool {
 	return err == nil && serr == nil
 }
 
-// readRaw reads f until it closes, handing every packet to the stack.
+// readRaw reads f until it closes, handing every packet to the stack or,
+// a plain UDP datagram, to its association. Packets already waiting are
+// read in one go (up to rawBatchPackets, into an arena of rawArena bytes)
+// and their plain datagrams held: once the device has none waiting, each
+// association is handed its datagrams to a destination as one run, which
+// its socket sends in one system call (netx.PacketBatchWriter). A packet
+// that arrives alone, after the reader waited for it, is handed on at
+// once: the device is read again only when it was found busy, so a flow
+// with one packet in flight costs no more reads than before.
 func (in *Inbound) readRaw(f *os.File) {
-	buf := make([]byte, virtioHdrLen+65535)
-	var scratch []byte
+	rc, err := f.SyscallConn()
+	if err != nil {
+		in.log.Error("tun device read failed: the inbound stops", "error", err)
+		in.cancel()
+		return
+	}
+	arena := make([]byte, rawArena)
+	b := newRawBatch(in)
+	pkts := make([][]byte, 0, rawBatchPackets)
+	var readErr error
+	var waited bool // the device had nothing waiting: a packet arrives alone
+	read := func(fd uintptr) bool {
+		for off := 0; len(pkts) < rawBatchPackets && len(arena)-off >= virtioHdrLen+65535; {
+			n, err := unix.Read(int(fd), arena[off:])
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				if len(pkts) == 0 {
+					waited = true
+					return false // wait until the device is readable
+				}
+				return true
+			case err != nil:
+				readErr = err
+				return true
+			}
+			pkts = append(pkts, arena[off:off+n])
+			off += n
+			if waited {
+				return true
+			}
+		}
+		return true
+	}
 	for {
-		n, err := f.Read(buf)
+		pkts, waited = pkts[:0], false
+		err := rc.Read(read)
+		for _, p := range pkts {
+			if len(p) >= virtioHdrLen {
+				b.take(parseVirtioHdr(p), p[virtioHdrLen:])
+			}
+		}
+		b.flush()
+		if err == nil {
+			err, readErr = readErr, nil
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrClosed) || errors.Is(err, unix.EBADFD) || in.ctx.Err() != nil {
 				return
@@ -71,26 +123,117 @@ func (in *Inbound) readRaw(f *os.File) {
 			in.cancel()
 			return
 		}
-		if n < virtioHdrLen {
-			continue
-		}
-		scratch = in.received(parseVirtioHdr(buf), buf[virtioHdrLen:n], scratch)
 	}
 }
 
-// received hands one packet read with its virtio-net header to the stack
-// (an ICMP echo request excepted, icmp.go; a plain UDP datagram goes to
-// its association, fastudp.go). scratch is room for the
-// datagrams of a UDP segment, returned for the next one.
-func (in *Inbound) received(h virtioHdr, p []byte, scratch []byte) []byte {
-	if h.gsoType == unix.VIRTIO_NET_HDR_GSO_NONE && in.echo(p) {
-		return scratch
+const (
+	// rawBatchPackets bounds the packets read in one go and the datagrams
+	// held for their associations; it is also the most segments the
+	// kernel takes in one send (netx.PacketBatchWriter).
+	rawBatchPackets = 64
+	// rawArena is the room the packets read in one go share: each read
+	// needs room for the largest packet, so four of them fit, or 64 of a
+	// usual MTU.
+	rawArena = 4 * (virtioHdrLen + 65535)
+)
+
+// rawBatch holds the plain UDP datagrams of the packets read in one go
+// (their payloads in place in the reader's arena or scratch) until flush
+// hands them to their associations, a run per source and destination.
+type rawBatch struct {
+	in      *Inbound
+	emit    func(p []byte, validated bool) // inject, made once
+	scratch []byte                         // the datagrams of a UDP segment
+	held    []heldDatagram
+	run     [][]byte
+}
+
+func newRawBatch(in *Inbound) *rawBatch {
+	b := &rawBatch{in: in}
+	b.emit = b.inject
+	return b
+}
+
+type heldDatagram struct {
+	src, dst netip.AddrPort
+	payload  []byte
+	taken    bool // handed on in an earlier run of the flush
+}
+
+// take handles one packet read with its virtio-net header: an ICMP echo
+// request is answered (icmp.go), a plain UDP datagram held, anything
+// else goes to the stack. The datagrams of a UDP segment are built in
+// scratch and handed on before the next packet, which reuses it.
+func (b *rawBatch) take(h virtioHdr, p []byte) {
+	if h.gsoType == unix.VIRTIO_NET_HDR_GSO_NONE && b.in.echo(p) {
+		return
 	}
-	scratch, err := offloaded(h, p, scratch, in.injectFn)
+	segment := h.gsoType == unix.VIRTIO_NET_HDR_GSO_UDP_L4
+	if segment {
+		b.flush()
+	}
+	var err error
+	b.scratch, err = offloaded(h, p, b.scratch, b.emit)
 	if err != nil {
-		in.log.Debug("tun: dropping a packet from the device", "error", err, "length", len(p))
+		b.in.log.Debug("tun: dropping a packet from the device", "error", err, "length", len(p))
 	}
-	return scratch
+	if segment {
+		b.flush()
+	}
+}
+
+// inject holds p when it is a plain UDP datagram and hands it to the
+// stack otherwise: after the datagrams held so far unless it is TCP, so
+// that a datagram that takes the stack's way (a fragment) does not pass
+// those of its association held before it.
+func (b *rawBatch) inject(p []byte, validated bool) {
+	if src, dst, payload, ok := plainUDP(p, validated); ok {
+		if len(b.held) == rawBatchPackets {
+			b.flush()
+		}
+		b.held = append(b.held, heldDatagram{src: src, dst: dst, payload: payload})
+		return
+	}
+	if !isTCP(p) {
+		b.flush()
+	}
+	b.in.stack.InjectReceived(p, validated)
+}
+
+// flush hands every held datagram on: those of one source to one
+// destination as one run, in the order they were read, the runs in the
+// order of their first datagram.
+func (b *rawBatch) flush() {
+	for i := range b.held {
+		first := &b.held[i]
+		if first.taken {
+			continue
+		}
+		run := append(b.run[:0], first.payload)
+		for j := i + 1; j < len(b.held); j++ {
+			if d := &b.held[j]; !d.taken && d.src == first.src && d.dst == first.dst {
+				run = append(run, d.payload)
+				d.taken = true
+			}
+		}
+		b.in.datagrams(first.src, first.dst, run)
+		clear(run)
+		b.run = run[:0]
+	}
+	clear(b.held)
+	b.held = b.held[:0]
+}
+
+// isTCP reports whether p is an IP packet that carries TCP right after
+// its fixed header.
+func isTCP(p []byte) bool {
+	switch {
+	case len(p) >= header.IPv4MinimumSize && p[0]>>4 == 4:
+		return p[9] == uint8(header.TCPProtocolNumber)
+	case len(p) >= header.IPv6MinimumSize && p[0]>>4 == 6:
+		return p[6] == uint8(header.TCPProtocolNumber)
+	}
+	return false
 }
 
 // offloaded hands to emit the packets of p, read with the header h: p
@@ -148,7 +291,8 @@ func setLengths(p []byte) bool {
 // splitUDP cuts the UDP segment p, whose UDP header is at l4, into
 // datagrams of size bytes of payload (the last one shorter), each with
 // its own IP and UDP headers, and hands each to emit. scratch is the room
-// they are built in, grown as needed and returned.
+// they are built in, one after the other, grown as needed and returned:
+// every datagram stays as emitted until scratch is used again.
 func splitUDP(p []byte, l4, size int, scratch []byte, emit func([]byte)) ([]byte, error) {
 	hl := l4 + header.UDPMinimumSize
 	errBad := errors.New("an offloaded UDP segment that does not parse")
@@ -159,16 +303,19 @@ func splitUDP(p []byte, l4, size int, scratch []byte, emit func([]byte)) ([]byte
 	if v != 4 && v != 6 || v == 6 && l4 < header.IPv6MinimumSize || v == 4 && int(header.IPv4(p).HeaderLength()) != l4 {
 		return scratch, errBad
 	}
-	if cap(scratch) < hl+size {
-		scratch = make([]byte, hl+size)
+	segments := (len(p) - hl + size - 1) / size
+	if need := segments*hl + len(p) - hl; cap(scratch) < need {
+		scratch = make([]byte, need)
 	}
 	var id uint16
 	if v == 4 {
 		id = header.IPv4(p).ID()
 	}
+	at := 0
 	for off, i := hl, 0; off < len(p); off, i = off+size, i+1 {
 		end := min(off+size, len(p))
-		d := scratch[:hl+end-off]
+		d := scratch[at : at+hl+end-off : at+hl+end-off]
+		at += len(d)
 		copy(d, p[:hl])
 		copy(d[hl:], p[off:end])
 		if v == 4 {

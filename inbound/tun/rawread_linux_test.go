@@ -2,6 +2,9 @@ package tun
 
 import (
 	"bytes"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -122,6 +125,109 @@ func TestOffloadedGarbageIsRefused(t *testing.T) {
 			t.Errorf("%+v, %d bytes: %v, %d packets", c.h, len(c.p), err, len(out))
 		}
 	}
+}
+
+// A plain datagram reaches its association without the stack; a fragmented
+// one still goes through the stack, which reassembles it.
+func TestPlainUDPBypassesTheStack(t *testing.T) {
+	conn := &fakeConnector{}
+	l := newLab(t, Config{}, conn)
+	src, dst := netip.AddrPortFrom(appV4, 40000), netip.MustParseAddrPort("198.51.100.1:7")
+	stackIP := l.in.stack.Stack().Stats().IP.PacketsReceived
+	takeAll(l.in, udpPacket(src, dst, []byte("plain")))
+	if n := stackIP.Value(); n != 0 {
+		t.Fatalf("the stack received %d packets, want none", n)
+	}
+	waitSent(t, conn, 1)
+
+	// The same datagram in two fragments.
+	whole := udpPacket(src, dst, bytes.Repeat([]byte("f"), 24))
+	takeAll(l.in, fragments(whole, 16)...)
+	waitSent(t, conn, 2)
+	if n := stackIP.Value(); n != 2 {
+		t.Fatalf("the stack received %d packets, want the two fragments", n)
+	}
+}
+
+// takeAll hands ps to the inbound as packets read in one go, with no
+// offload.
+func takeAll(in *Inbound, ps ...[]byte) {
+	b := newRawBatch(in)
+	for _, p := range ps {
+		b.take(virtioHdr{}, p)
+	}
+	b.flush()
+}
+
+// The plain datagrams read in one go reach their associations as one run
+// per source and destination, each in the order read; a datagram that
+// takes the stack's way (fragments) does not pass those held before it.
+func TestHeldDatagramsGoAsARunPerSourceAndDestination(t *testing.T) {
+	conn := &fakeConnector{}
+	l := newLab(t, Config{}, conn)
+	app1, app2 := netip.AddrPortFrom(appV4, 40001), netip.AddrPortFrom(appV4, 40002)
+	dstA, dstB := netip.MustParseAddrPort("198.51.100.1:7"), netip.MustParseAddrPort("198.51.100.2:7")
+	d := func(src, dst netip.AddrPort, p string) []byte { return udpPacket(src, dst, []byte(p)) }
+	takeAll(l.in,
+		d(app1, dstA, "a1"), d(app2, dstA, "x1"), d(app1, dstB, "b1"), d(app1, dstA, "a2"),
+		d(app2, dstA, "x2"), d(app1, dstA, "a3"))
+	b := newRawBatch(l.in)
+	b.take(virtioHdr{}, d(app1, dstA, "a4"))
+	for _, f := range fragments(d(app1, dstA, strings.Repeat("f", 24)), 16) {
+		b.take(virtioHdr{}, f)
+	}
+	b.take(virtioHdr{}, d(app1, dstA, "a5"))
+	b.flush()
+
+	links := conn.Links()
+	if len(links) != 2 {
+		t.Fatalf("%d associations, want 2", len(links))
+	}
+	want := map[netip.AddrPort][][]string{
+		app1: {{"a1", "a2", "a3"}, {"b1"}, {"a4"}, {"a5"}},
+		app2: {{"x1", "x2"}},
+	}
+	for _, link := range links {
+		if got := link.Runs(); !slices.EqualFunc(got, want[link.flow.Src], slices.Equal) {
+			t.Errorf("%v sent the runs %q, want %q", link.flow.Src, got, want[link.flow.Src])
+		}
+		if link.flow.Src == app1 {
+			if got, want := link.Payloads(), []string{"a1", "a2", "a3", "b1", "a4", strings.Repeat("f", 24), "a5"}; !slices.Equal(got, want) {
+				t.Errorf("%v sent %q, want %q", app1, got, want)
+			}
+		}
+	}
+}
+
+// The datagrams of a UDP segment the kernel offloaded go to their
+// association as one run, each intact.
+func TestAnOffloadedSegmentGoesAsOneRun(t *testing.T) {
+	conn := &fakeConnector{}
+	l := newLab(t, Config{}, conn)
+	payload := make([]byte, 2500)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	b := newRawBatch(l.in)
+	b.take(virtioHdr{}, udpPacket(netip.AddrPortFrom(appV4, 40001), netip.MustParseAddrPort("198.51.100.1:7"), []byte("before")))
+	b.take(virtioHdr{gsoType: unix.VIRTIO_NET_HDR_GSO_UDP_L4, gsoSize: 1000, csumStart: 20}, ipv4UDP(payload))
+	b.flush()
+	var runs [][]string
+	for _, link := range conn.Links() {
+		runs = append(runs, link.Runs()...)
+	}
+	want := [][]string{{"before"}, {string(payload[:1000]), string(payload[1000:2000]), string(payload[2000:])}}
+	if !slices.EqualFunc(runs, want, slices.Equal) {
+		t.Fatalf("%d runs of %v datagrams, want the datagram before and then the segment's three", len(runs), lens(runs))
+	}
+}
+
+func lens(runs [][]string) []int {
+	var n []int
+	for _, r := range runs {
+		n = append(n, len(r))
+	}
+	return n
 }
 
 func FuzzOffloaded(f *testing.F) {

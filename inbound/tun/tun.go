@@ -31,15 +31,14 @@ type Inbound struct {
 	rawOut io.Writer
 	// segment: the kernel takes UDP segmentation offload on raw's writes
 	// (replies.go); cleared if a write says otherwise.
-	segment  atomic.Bool
-	injectFn func(p []byte, validated bool) // inject, made once
-	stack    *netstack.Stack
-	conn     inbound.Connector
-	log      *slog.Logger
-	udp      *associations
-	dns      chan struct{} // slots of hijacked queries in flight
-	icmp     chan struct{} // slots of echo relays in flight
-	undo     func() error  // removes what auto_route installed; nil without it
+	segment atomic.Bool
+	stack   *netstack.Stack
+	conn    inbound.Connector
+	log     *slog.Logger
+	udp     *associations
+	dns     chan struct{} // slots of hijacked queries in flight
+	icmp    chan struct{} // slots of echo relays in flight
+	undo    func() error  // removes what auto_route installed; nil without it
 	// unblock removes strict_route's rules, after the device is closed;
 	// nil without it.
 	unblock func() error
@@ -77,7 +76,6 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 		ctx:  ctx, cancel: cancel,
 	}
 	in.udp = newAssociations(in)
-	in.injectFn = in.inject
 	if f, ok := rawFile(dev); ok {
 		in.raw, in.rawOut = f, f
 		in.segment.Store(segmentationOffload(f))

@@ -30,20 +30,40 @@ func (in *Inbound) handleUDP(id stack.TransportEndpointID, pkt *stack.PacketBuff
 // association's link copies what it keeps, and a hijacked query is copied
 // for its goroutine.
 func (in *Inbound) datagram(src, dst netip.AddrPort, payload []byte) {
+	if a, svc := in.destined(src, dst); svc != nil {
+		in.answerDNS(svc, src, dst, payload)
+	} else if a != nil {
+		a.send(payload, dst)
+	}
+}
+
+// datagrams is datagram for a run of datagrams from src to dst, in order:
+// the association sends them in one go.
+func (in *Inbound) datagrams(src, dst netip.AddrPort, ps [][]byte) {
+	a, svc := in.destined(src, dst)
+	switch {
+	case svc != nil:
+		for _, p := range ps {
+			in.answerDNS(svc, src, dst, p)
+		}
+	case a != nil:
+		a.sendRun(ps, dst)
+	}
+}
+
+// destined returns where a datagram from src to dst goes: the DNS service
+// that answers it when it is a hijacked query, else src's association;
+// neither when it is dropped.
+func (in *Inbound) destined(src, dst netip.AddrPort) (*association, DNS) {
 	if !src.Addr().IsValid() || !dst.Addr().IsValid() || dst.Port() == 0 || local(dst.Addr()) {
-		return
+		return nil, nil
 	}
 	if in.cfg.DNSHijack && dst.Port() == 53 {
 		if svc := in.currentDNS(); svc != nil {
-			in.answerDNS(svc, src, dst, payload)
-			return
+			return nil, svc
 		}
 	}
-	a := in.udp.get(src)
-	if a == nil {
-		return
-	}
-	a.send(payload, dst)
+	return in.udp.get(src), nil
 }
 
 // local reports whether a datagram to a is for the local network only
@@ -187,6 +207,14 @@ func (a *association) send(p []byte, dst netip.AddrPort) {
 	a.touch()
 	a.sent.note(dst)
 	a.link.WritePacket(p, netx.AddrFromAddrPort(dst)) //nolint:errcheck // a closed link drops it; its reader removes it
+}
+
+// sendRun routes a run of datagrams toward dst, in order, in one go: the
+// fan-out hands each sub-link its part of the run at once.
+func (a *association) sendRun(ps [][]byte, dst netip.AddrPort) {
+	a.touch()
+	a.sent.note(dst)
+	netx.WritePackets(a.link, ps, netx.AddrFromAddrPort(dst)) //nolint:errcheck // as send
 }
 
 // replies writes every reply of a link that does not push them to the
