@@ -1,9 +1,13 @@
 package relay_test
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
+
+	"switchyard/netx"
+	"switchyard/relay"
 )
 
 const idle = 200 * time.Millisecond
@@ -122,5 +126,52 @@ func TestAHalfClosedSilentFlowEnds(t *testing.T) {
 				t.Fatal("a half-closed silent flow did not end")
 			}
 		})
+	}
+}
+
+// unsignalledConn stops nothing on CloseWrite and says the peer cannot be
+// told (netx.ErrEndUnsignalled), as XHTTP's packet-up does.
+type unsignalledConn struct{ *net.TCPConn }
+
+func (unsignalledConn) CloseWrite() error { return netx.ErrEndUnsignalled }
+
+// When the end of one direction cannot be told to the peer, the other
+// direction goes on while bytes move and ends after the short idle window
+// of an unsignalled end, not the flow's whole idle time: the peer would
+// keep it open for as long as that.
+func TestAnUnsignalledEndLeavesTheOtherDirectionAShortWindow(t *testing.T) {
+	const short = 150 * time.Millisecond
+	defer relay.SetUnsignalledIdle(short)()
+	a, up, client, server := pairs(t, neither)
+	done := relayed(a, unsignalledConn{up.(plainConn).TCPConn}, time.Minute)
+	clientGot := readAll(client)
+	client.Write([]byte("question"))
+	client.(*net.TCPConn).CloseWrite()
+	q := make([]byte, len("question"))
+	if _, err := io.ReadFull(server, q); err != nil || string(q) != "question" {
+		t.Fatalf("the server read %q: %v", q, err)
+	}
+	// The answer trickles for longer than the window: the flow goes on.
+	for range 6 {
+		time.Sleep(short / 2)
+		if _, err := server.Write([]byte{'a'}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := time.Now()
+	var res relay.Result
+	select {
+	case res = <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the flow did not end after the short window")
+	}
+	if d := time.Since(stopped); d < short-20*time.Millisecond {
+		t.Fatalf("the flow ended %v after the last byte", d)
+	}
+	if g := wait(t, clientGot, "the answer"); string(g) != "aaaaaa" {
+		t.Fatalf("the client got %q", g)
+	}
+	if res.BToA != 6 {
+		t.Fatalf("result %+v", res)
 	}
 }

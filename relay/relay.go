@@ -21,6 +21,18 @@ import (
 // the relay ends it.
 const DefaultIdle = 5 * time.Minute
 
+// unsignalledIdle is the idle window of the direction left open when the
+// other ended on a conn that cannot tell its peer so
+// (netx.ErrEndUnsignalled). The peer keeps that direction open for as long
+// as it keeps its own, so without a bound of its own a flow whose client
+// closed (a browser closing an idle keep-alive connection looks the same
+// as a half-close) would hold its server connection for the whole
+// DefaultIdle. Two seconds leaves a response that is still coming after
+// the half-close time to start (each byte that moves restarts the window),
+// and is about what Xray's client gives every half-closed flow (its
+// downlinkOnly policy, one second).
+var unsignalledIdle = 2 * time.Second
+
 // The userspace path copies through one pooled buffer per direction: a
 // small one at first and whenever the source had little to give, the large
 // one once a read fills the small one (or, on a plain TCP source, once more
@@ -121,8 +133,10 @@ func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 			b.Close()
 		})
 	}
-	ab := &direction{src: a, dst: b, idleFor: idle, srcIs: EndClient, dstIs: EndUpstream}
-	ba := &direction{src: b, dst: a, idleFor: idle, srcIs: EndUpstream, dstIs: EndClient}
+	ab := &direction{src: a, dst: b, srcIs: EndClient, dstIs: EndUpstream}
+	ba := &direction{src: b, dst: a, srcIs: EndUpstream, dstIs: EndClient}
+	ab.idleFor.Store(int64(idle))
+	ba.idleFor.Store(int64(idle))
 	ab.other, ba.other = ba, ab
 	ab.setup()
 	ba.setup()
@@ -140,11 +154,21 @@ func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 		d.done.Store(true)
 		end.note(d.ender(err), err)
 		if err == nil {
-			if cw, ok := d.dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-				// Half-close: the other direction goes on alone, with a
-				// whole idle window from this end of stream.
-				d.other.arm()
-				return
+			if cw, ok := d.dst.(interface{ CloseWrite() error }); ok {
+				switch err := cw.CloseWrite(); {
+				case err == nil:
+					// Half-close: the other direction goes on alone, with a
+					// whole idle window from this end of stream.
+					d.other.arm()
+					return
+				case errors.Is(err, netx.ErrEndUnsignalled):
+					// The peer cannot learn of the end, so it will not end
+					// the other direction for it: that goes on while bytes
+					// move, with a short idle window.
+					d.other.shorten(unsignalledIdle)
+					d.other.arm()
+					return
+				}
 			}
 		}
 		closeBoth()
@@ -168,7 +192,7 @@ func Pipe(ctx context.Context, a, b net.Conn, idle time.Duration) Result {
 // deadline of now) so it reports whether bytes moved meanwhile.
 type direction struct {
 	src, dst net.Conn
-	idleFor  time.Duration
+	idleFor  atomic.Int64 // a time.Duration; shortened by the other direction's unsignalled end
 	other    *direction
 	idle     atomic.Bool
 	poked    atomic.Bool // the other direction asked this one to report
@@ -198,7 +222,16 @@ func (d *direction) poke() {
 	}
 }
 
-func (d *direction) arm() { d.deadline.SetReadDeadline(time.Now().Add(d.idleFor)) }
+func (d *direction) arm() {
+	d.deadline.SetReadDeadline(time.Now().Add(time.Duration(d.idleFor.Load())))
+}
+
+// shorten bounds the direction's idle window to w.
+func (d *direction) shorten(w time.Duration) {
+	if int64(w) < d.idleFor.Load() {
+		d.idleFor.Store(int64(w))
+	}
+}
 
 // progress records moved bytes; quiet handles a read that timed out empty and
 // reports whether the flow is over.

@@ -102,6 +102,11 @@ func TestXHTTPModesEcho(t *testing.T) {
 			conn := dialCtx(t, d)
 			defer conn.Close()
 			xhEcho(t, conn, 1<<20, 20000)
+			// Only packet-up cannot tell the server that the upload ended.
+			err := conn.(interface{ CloseWrite() error }).CloseWrite()
+			if unsignalled := c.mode == "packet-up"; errors.Is(err, netx.ErrEndUnsignalled) != unsignalled || !unsignalled && err != nil {
+				t.Fatalf("CloseWrite: %v", err)
+			}
 			s.check(t)
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"switchyard/netx"
 )
 
 const (
@@ -359,9 +361,15 @@ func (c *xhConn) Read(p []byte) (int, error)  { return c.down.read(p) }
 func (c *xhConn) Write(p []byte) (int, error) { return c.up.write(p) }
 
 // CloseWrite ends the upload once what was written is sent: the streamed
-// request body ends, or no POST follows.
+// request body ends, or no POST follows. packet-up has no request that
+// tells the server the upload ended, so there CloseWrite returns
+// netx.ErrEndUnsignalled: the server keeps the download open, and the
+// relay waits for it only briefly.
 func (c *xhConn) CloseWrite() error {
 	c.up.closeWrite(io.EOF)
+	if c.x.cfg.mode == "packet-up" {
+		return netx.ErrEndUnsignalled
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 
+	"switchyard/netx"
 	protocol "switchyard/protocol/vmess"
 )
 
@@ -165,7 +166,11 @@ func (c *streamConn) CloseWrite() error {
 		}
 	}
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+		err := cw.CloseWrite()
+		if errors.Is(err, netx.ErrEndUnsignalled) && c.enc.Framed() {
+			return nil // the end chunk told the server
+		}
+		return err
 	}
 	if c.enc.Framed() {
 		return nil
