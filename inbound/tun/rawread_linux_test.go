@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -219,6 +220,29 @@ func TestAnOffloadedSegmentGoesAsOneRun(t *testing.T) {
 	want := [][]string{{"before"}, {string(payload[:1000]), string(payload[1000:2000]), string(payload[2000:])}}
 	if !slices.EqualFunc(runs, want, slices.Equal) {
 		t.Fatalf("%d runs of %v datagrams, want the datagram before and then the segment's three", len(runs), lens(runs))
+	}
+}
+
+// A run of hijacked DNS queries is answered query by query by the DNS
+// service; none reaches an association.
+func TestARunOfHijackedQueriesGoesToTheDNSService(t *testing.T) {
+	svc := &fakeDNS{queries: make(chan []byte, 4)}
+	conn := &fakeConnector{}
+	l := newLab(t, Config{DNSHijack: true, DNS: func() DNS { return svc }}, conn)
+	src, server := netip.AddrPortFrom(appV4, 40053), netip.MustParseAddrPort("203.0.113.53:53")
+	takeAll(l.in, udpPacket(src, server, []byte("q1")), udpPacket(src, server, []byte("q2")), udpPacket(src, server, []byte("q3")))
+	var got []string
+	for range 3 {
+		select {
+		case q := <-svc.queries:
+			got = append(got, string(q))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the service got only %q", got)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"q1", "q2", "q3"}; !slices.Equal(got, want) || len(conn.Flows()) != 0 {
+		t.Fatalf("the service got %q, the connector %d flows", got, len(conn.Flows()))
 	}
 }
 
