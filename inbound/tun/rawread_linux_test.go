@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/tun/tuntest"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
@@ -269,5 +270,32 @@ func FuzzOffloaded(f *testing.F) {
 				t.Fatalf("a %d-byte packet out of %d bytes", len(d), n)
 			}
 		})
+	})
+}
+
+// Any bytes read from an offloading device, one packet or several read
+// in one go: the reader's batch takes them and hands on what it held
+// without panicking.
+func FuzzRawBatch(f *testing.F) {
+	dg := udpPacket(netip.AddrPortFrom(appV4, 40001), netip.MustParseAddrPort("198.51.100.1:7"), []byte("plain"))
+	f.Add(append(make([]byte, virtioHdrLen), dg...), uint8(3))
+	f.Add(append([]byte{0, unix.VIRTIO_NET_HDR_GSO_UDP_L4, 0, 0, 0xe8, 3, 20, 0, 6, 0}, ipv4UDP(make([]byte, 2500))...), uint8(1))
+	f.Add(append([]byte{0, unix.VIRTIO_NET_HDR_GSO_TCPV4, 0, 0, 0xa8, 5, 20, 0, 6, 0}, []byte{0x45, 0, 0, 20}...), uint8(2))
+	dev := tuntest.NewChannelTUN()
+	in, err := run(Config{Tag: "t", MTU: 1500, MaxAssociations: 8}, dev.TUN(), &fakeConnector{}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer in.Close()
+	b := newRawBatch(in)
+	f.Fuzz(func(t *testing.T, raw []byte, copies uint8) {
+		if len(raw) < virtioHdrLen {
+			return
+		}
+		for range copies % 8 {
+			p := bytes.Clone(raw)
+			b.take(parseVirtioHdr(p), p[virtioHdrLen:])
+		}
+		b.flush()
 	})
 }
