@@ -17,15 +17,14 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
+	"switchyard/internal/h2test"
 	"switchyard/internal/slot"
 	"switchyard/netx"
 	"switchyard/spec"
 )
 
-// grpcServer is an HTTP/2 server over TLS (x/net's, an implementation of
-// its own) with a handler per test.
+// grpcServer is an HTTP/2 server over TLS (net/http's server, on each
+// connection it accepted) with a handler per test.
 type grpcServer struct {
 	addr    netip.AddrPort
 	accepts atomic.Int32
@@ -40,7 +39,6 @@ func newGRPCServer(t *testing.T, p *pki, protos []string, h func(w http.Response
 	s := &grpcServer{}
 	cfg := p.serverConfig(tls.VersionTLS12, tls.VersionTLS13)
 	cfg.NextProtos = protos
-	h2 := &http2.Server{}
 	s.addr = accept(t, func(c net.Conn) {
 		s.accepts.Add(1)
 		s.mu.Lock()
@@ -51,12 +49,12 @@ func newGRPCServer(t *testing.T, p *pki, protos []string, h func(w http.Response
 		if tc.Handshake() != nil {
 			return
 		}
-		h2.ServeConn(tc, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h2test.ServeConn(tc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			s.reqs = append(s.reqs, r)
 			s.mu.Unlock()
 			h(w, r)
-		})})
+		}))
 	})
 	return s
 }
@@ -408,7 +406,6 @@ func TestGRPCPath(t *testing.T) {
 // (h2c): the connection preface first, no HTTP/1.1 upgrade; the calls
 // share one connection.
 func TestGRPCWithoutTLS(t *testing.T) {
-	h2 := &http2.Server{}
 	var (
 		mu      sync.Mutex
 		reqs    []*http.Request
@@ -416,12 +413,12 @@ func TestGRPCWithoutTLS(t *testing.T) {
 	)
 	addr := accept(t, func(c net.Conn) {
 		accepts.Add(1)
-		h2.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h2test.ServeConn(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			reqs = append(reqs, r)
 			mu.Unlock()
 			grpcEcho(false, "0")(w, r)
-		})})
+		}))
 	})
 	d := newDialer(t, spec.Outbound{Server: addr.String(), Transport: spec.Transport{Type: "grpc", ServiceName: "svc"}})
 	for i := range 2 { // the second call shares the connection

@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
+	"switchyard/internal/h2test"
 	"switchyard/outbound"
 )
 
@@ -48,14 +47,13 @@ func ServeGRPC(t testing.TB, cfg *tls.Config, handle func(net.Conn)) *GRPCServer
 		cfg.NextProtos = []string{"h2"}
 		ln = tls.NewListener(ln, cfg)
 	}
-	h2 := &http2.Server{}
 	s.Addr = Serve(t, ln, func(c net.Conn) {
 		s.accepted.Add(1)
 		defer s.ended.Add(1)
 		if tc, ok := c.(*tls.Conn); ok && tc.Handshake() != nil {
 			return // HTTP/2 reads the TLS version before anything else
 		}
-		h2.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h2test.ServeConn(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.calls.Add(1)
 			defer s.calls.Done()
 			w.Header().Set("Content-Type", "application/grpc")
@@ -64,7 +62,7 @@ func ServeGRPC(t testing.TB, cfg *tls.Config, handle func(net.Conn)) *GRPCServer
 			g := &gunConn{body: r.Body, w: w}
 			handle(g)
 			g.Close()
-		})})
+		}))
 	})
 	return s
 }
