@@ -6,50 +6,25 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
-	"switchyard/internal/testcert"
 	"switchyard/route/sniff/snifftest"
+	"switchyard/test/internal/quicecho"
 	"switchyard/test/socksclient"
 )
 
-// quicEcho is a quic-go server on loopback that echoes the first stream of
-// every connection.
+// quicEcho is the QUIC echo server on loopback.
 func quicEcho(t *testing.T) *net.UDPAddr {
 	t.Helper()
-	cert := testcert.New(t, "quic.example")
-	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{
-		Certificates: []tls.Certificate{cert.Certificate},
-		NextProtos:   []string{"switchyard-test"},
-	}, &quic.Config{Versions: []quic.Version{quic.Version1, quic.Version2}})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.CloseWithError(0, "")
-				s, err := conn.AcceptStream(context.Background())
-				if err != nil {
-					return
-				}
-				io.Copy(s, s)
-				s.Close()
-				<-conn.Context().Done() // the client closes once it read the echo; Close of the listener ends the rest
-			})
-		}
-	})
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().(*net.UDPAddr)
+	quicecho.Serve(t, pc)
+	return pc.LocalAddr().(*net.UDPAddr)
 }
 
 // quicThrough dials server through a SOCKS5 association on proxy with
@@ -68,7 +43,7 @@ func quicThrough(t *testing.T, proxy string, server *net.UDPAddr, serverName str
 	conn, err := quic.Dial(ctx, pc, server, &tls.Config{
 		ServerName:         serverName,
 		InsecureSkipVerify: true,
-		NextProtos:         []string{"switchyard-test"},
+		NextProtos:         []string{quicecho.ALPN},
 	}, &quic.Config{Versions: []quic.Version{version}, HandshakeIdleTimeout: 2 * time.Second})
 	if err != nil {
 		return err

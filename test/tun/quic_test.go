@@ -7,48 +7,22 @@ import (
 	"io"
 	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
-	"switchyard/internal/testcert"
+	"switchyard/test/internal/quicecho"
 )
 
-// quicEcho is a quic-go server on addr in the servers' namespace that
-// echoes the first stream of every connection.
+// quicEcho is the QUIC echo server on addr in the servers' namespace.
 func (l *lab) quicEcho(t *testing.T, addr string) {
 	t.Helper()
-	cert := testcert.New(t, "quic.example")
 	var pc net.PacketConn
 	if err := in(l.server, func() (err error) { pc, err = net.ListenPacket("udp", addr); return }); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := quic.Listen(pc, &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, NextProtos: []string{"switchyard-test"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.CloseWithError(0, "")
-				s, err := conn.AcceptStream(context.Background())
-				if err != nil {
-					return
-				}
-				io.Copy(s, s)
-				s.Close()
-				<-conn.Context().Done()
-			})
-		}
-	})
-	t.Cleanup(func() { ln.Close(); pc.Close(); wg.Wait() })
+	quicecho.Serve(t, pc)
 }
 
 // quicEchoes dials addr from the client's namespace naming serverName and
@@ -65,7 +39,7 @@ func (l *lab) quicEchoes(addr, serverName string) error {
 		defer cancel()
 		tr := &quic.Transport{Conn: pc}
 		defer tr.Close()
-		conn, err := tr.Dial(ctx, to, &tls.Config{ServerName: serverName, InsecureSkipVerify: true, NextProtos: []string{"switchyard-test"}},
+		conn, err := tr.Dial(ctx, to, &tls.Config{ServerName: serverName, InsecureSkipVerify: true, NextProtos: []string{quicecho.ALPN}},
 			&quic.Config{HandshakeIdleTimeout: 2 * time.Second})
 		if err != nil {
 			return err
