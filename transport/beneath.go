@@ -45,13 +45,7 @@ type recordConn struct {
 	// errWouldBlock instead (TLSStream.Read's fill); the reading
 	// goroutine's alone.
 	nowait bool
-	rc     syscall.RawConn
-	// The non-blocking read's arguments and results, so that it makes no
-	// closure per call.
-	rawRead func(fd uintptr) bool
-	rawP    []byte
-	rawN    int
-	rawErr  error
+	nw     tcpNoWait
 }
 
 // errWouldBlock is a read of a nowait recordConn with nothing to read. It
@@ -70,25 +64,44 @@ func (c *recordConn) socketRead(p []byte) (int, error) {
 	if !c.nowait {
 		return c.TCPConn.Read(p)
 	}
-	if c.rc == nil {
-		rc, err := c.TCPConn.SyscallConn()
+	c.nw.c = c.TCPConn
+	return c.nw.read(p)
+}
+
+// tcpNoWait reads a TCP conn without waiting for it. One goroutine at a
+// time uses it.
+type tcpNoWait struct {
+	c  *net.TCPConn
+	rc syscall.RawConn
+	// The read's arguments and results, so that it makes no closure per
+	// call.
+	fn  func(fd uintptr) bool
+	p   []byte
+	n   int
+	err error
+}
+
+// read reads what the conn already received into p: errWouldBlock when
+// nothing is there yet (or on an error, which a waiting read reports
+// next), io.EOF at its end.
+func (w *tcpNoWait) read(p []byte) (int, error) {
+	if w.rc == nil {
+		rc, err := w.c.SyscallConn()
 		if err != nil {
 			return 0, errWouldBlock
 		}
-		c.rc = rc
-		c.rawRead = func(fd uintptr) bool {
-			c.rawN, c.rawErr = syscall.Read(int(fd), c.rawP)
+		w.rc = rc
+		w.fn = func(fd uintptr) bool {
+			w.n, w.err = syscall.Read(int(fd), w.p)
 			return true // never wait: EAGAIN is the answer
 		}
 	}
-	c.rawP = p
-	err := c.rc.Read(c.rawRead)
-	c.rawP = nil
-	n, rerr := c.rawN, c.rawErr
+	w.p = p
+	err := w.rc.Read(w.fn)
+	w.p = nil
+	n, rerr := w.n, w.err
 	switch {
 	case err != nil, rerr != nil:
-		// Nothing yet (EAGAIN), or an error the waiting read that
-		// follows reports.
 		return 0, errWouldBlock
 	case n == 0 && len(p) > 0:
 		return 0, io.EOF

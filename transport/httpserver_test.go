@@ -130,7 +130,19 @@ func wsEchoServer(t *testing.T, cfg *tls.Config, header string, seen *wsRequests
 // rawWSServer does the upgrade by hand and hands the raw connection to
 // script, for frames no library would send.
 func rawWSServer(t *testing.T, script func(c net.Conn, br *bufio.Reader)) netip.AddrPort {
+	return rawWSServerOver(t, nil, script)
+}
+
+// rawWSServerOver is rawWSServer behind TLS when cfg is set.
+func rawWSServerOver(t *testing.T, cfg *tls.Config, script func(c net.Conn, br *bufio.Reader)) netip.AddrPort {
 	return accept(t, func(c net.Conn) {
+		if cfg != nil {
+			tc := tls.Server(c, cfg)
+			if tc.Handshake() != nil {
+				return
+			}
+			c = tc
+		}
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
 		if err != nil {

@@ -258,9 +258,10 @@ func (d *Dialer) connect(ctx context.Context) (net.Conn, error) {
 	case d.beneath:
 		rc = &recordConn{TCPConn: c}
 		under = rc
-	case d.pool != nil:
-		// TLS over the tcp transport: a TLSStream that never steps down,
-		// whose reads take the records already received (TLSStream.Read).
+	case d.pool != nil, d.ws != nil, d.upgrade != nil:
+		// TLS under the tcp transport, a WebSocket or an HTTP upgrade: a
+		// TLSStream that never steps down, whose reads take the records
+		// already received (TLSStream.Read, ReadReceived).
 		rc = &recordConn{TCPConn: c, open: true}
 		under = rc
 	}

@@ -286,6 +286,74 @@ func TestWSControlFrames(t *testing.T) {
 	}
 }
 
+// A Read waits for the first payload byte, then takes every frame already
+// received as far as its buffer has room, however small the frames: over
+// plain TCP, and over TLS with each frame (or a piece of one) a record of
+// its own. A ping among them is answered; a close frame after them ends
+// the stream only once their payload is read.
+func TestWSReadTakesWhatWasReceived(t *testing.T) {
+	p := newPKI(t)
+	for _, withTLS := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "tls"}[withTLS]
+		t.Run(name, func(t *testing.T) {
+			var srvTLS *tls.Config
+			var cliTLS *spec.TLS
+			if withTLS {
+				srvTLS = p.serverConfig(tls.VersionTLS13, tls.VersionTLS13)
+				cliTLS = &spec.TLS{ServerName: serverName, CAFile: p.caFile}
+			}
+			var want []byte
+			for i := range 40 {
+				want = append(want, bytes.Repeat([]byte{byte('a' + i%26)}, 100)...)
+			}
+			big := bytes.Repeat([]byte("0123456789"), 300)
+			want = append(want, big...)
+			sent := make(chan struct{})
+			pong := make(chan string, 1)
+			server := rawWSServerOver(t, srvTLS, func(c net.Conn, br *bufio.Reader) {
+				for i := range 40 {
+					if i == 20 {
+						c.Write(serverFrame(opPing, []byte("mid")))
+					}
+					c.Write(serverFrame(opBinary, want[i*100:(i+1)*100]))
+				}
+				f := serverFrame(opBinary, big)
+				c.Write(f[:3])     // inside the header
+				c.Write(f[3:1000]) // inside the payload
+				c.Write(f[1000:])
+				c.Write(serverFrame(opClose, []byte{0x03, 0xE8}))
+				close(sent)
+				op, p, err := readClientFrame(br)
+				if err != nil || op != opPong {
+					pong <- "no pong"
+					return
+				}
+				pong <- string(p)
+				io.Copy(io.Discard, br)
+			})
+			c, err := dial(t, wsOutbound(server, spec.Transport{}, cliTLS), deps(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			<-sent
+			time.Sleep(100 * time.Millisecond) // loopback: all of it is here
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 64<<10)
+			n, err := c.Read(buf)
+			if err != nil || !bytes.Equal(buf[:n], want) {
+				t.Fatalf("one Read took %d of the %d bytes received (%v)", n, len(want), err)
+			}
+			if got := <-pong; got != "mid" {
+				t.Fatalf("the ping among the frames: %s", got)
+			}
+			if n, err := c.Read(buf); n != 0 || err != io.EOF {
+				t.Fatalf("after the close frame: %d, %v", n, err)
+			}
+		})
+	}
+}
+
 // A read deadline that fires inside a frame header or payload loses
 // nothing: the next Read goes on.
 func TestWSReadDeadlineKeepsTheFrame(t *testing.T) {

@@ -24,17 +24,31 @@ var wsBufPool = sync.Pool{New: func() any { b := make([]byte, 0, maxFrameHeader+
 
 var errWSInsideFrame = framingError("ws: the connection closed inside a frame")
 
+// wsReadBuf is the room a wsConn reads frame headers into. Payload that
+// comes with a header is handed out from there; the rest of a frame is
+// read straight into the caller's buffer.
+const wsReadBuf = responseBuf
+
 // wsConn is a client WebSocket over an upgraded connection: every Write is
 // sent as masked binary frames, Read returns the payload of the server's
 // data frames, answers pings, and ends at the server's close frame. It
 // cannot half-close. Deadlines are the connection's own.
+//
+// A Read waits for the first payload byte only: it then goes on through
+// the frames already received (over TLS, the records already received), as
+// far as its buffer has room, so a relay writes a read's worth at once
+// however small the server's frames are.
 type wsConn struct {
 	net.Conn
-	br *bufio.Reader
 
 	// Reader side, owned by the reading goroutine.
+	rb        []byte // rb[r:w]: read from the connection, not yet used
+	r, w      int
 	remaining int64 // payload bytes left in the current data frame
 	rerr      error // final: the close frame came, or the stream broke
+	// received reads what the connection already received, without
+	// waiting (0: nothing yet); nil when the connection cannot.
+	received func(p []byte) int
 
 	// wmu serialises frames on the wire (Write, the pong of a ping, the
 	// close frame); it guards closeSent.
@@ -44,70 +58,171 @@ type wsConn struct {
 	closeErr  error
 }
 
-func newWSConn(c net.Conn, br *bufio.Reader) *wsConn { return &wsConn{Conn: c, br: br} }
-
-// Read returns the next payload bytes. A deadline that fires keeps the
-// frame state, so the next Read goes on where this one stopped.
-func (c *wsConn) Read(p []byte) (int, error) {
-	for c.remaining == 0 {
-		if c.rerr != nil {
-			return 0, c.rerr
-		}
-		if err := c.nextFrame(); err != nil {
-			return 0, err
-		}
-	}
-	if int64(len(p)) > c.remaining {
-		p = p[:c.remaining]
-	}
-	n, err := c.br.Read(p)
-	c.remaining -= int64(n)
-	if err == io.EOF {
-		err = errWSInsideFrame
-		c.rerr = err
-	}
-	return n, err
+// newWSConn takes over c after the upgrade, with what br read past the
+// 101 answer.
+func newWSConn(c net.Conn, br *bufio.Reader) *wsConn {
+	ws := &wsConn{Conn: c, rb: make([]byte, max(wsReadBuf, br.Buffered()))}
+	b, _ := br.Peek(br.Buffered())
+	ws.w = copy(ws.rb, b)
+	ws.received = receivedReader(c)
+	return ws
 }
 
-// nextFrame reads one frame header and handles control frames whole. It
-// returns nil when a data frame's payload is next (remaining may be 0).
-func (c *wsConn) nextFrame() error {
-	b, err := c.br.Peek(2)
-	if err != nil {
-		if len(b) == 0 && err == io.EOF {
-			c.rerr = io.EOF // the server went without a close frame
-			return io.EOF
+// receivedReader is how to read what c already received without waiting:
+// a TLS stream's records (TLSStream), a TCP conn's bytes; nil for any
+// other connection.
+func receivedReader(c net.Conn) func(p []byte) int {
+	switch c := c.(type) {
+	case interface{ ReadReceived(p []byte) int }:
+		return c.ReadReceived
+	case *net.TCPConn:
+		nw := &tcpNoWait{c: c}
+		return func(p []byte) int {
+			n, _ := nw.read(p) // nothing yet, or an end the next read reports
+			return n
 		}
-		return c.readFailed(err)
 	}
-	h, need, err := parseFrameHeader(b)
-	if err != nil {
-		c.rerr = err
-		return err
-	}
-	if need > len(b) {
-		if b, err = c.br.Peek(need); err != nil {
-			return c.readFailed(err)
+	return nil
+}
+
+// Read returns the next payload bytes: it waits for the first, then adds
+// what was already received, frame after frame, while p has room. A
+// deadline that fires keeps the frame state, so the next Read goes on
+// where this one stopped.
+func (c *wsConn) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		wait := n == 0
+		if c.remaining == 0 {
+			if c.rerr != nil {
+				break
+			}
+			more, err := c.nextFrame(wait)
+			if err != nil {
+				if n > 0 {
+					break // the next Read reports it
+				}
+				return 0, err
+			}
+			if !more {
+				break
+			}
+			continue
 		}
-		if h, _, err = parseFrameHeader(b); err != nil {
+		k, err := c.payload(p[n:], wait)
+		n += k
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			break
+		}
+	}
+	if n == 0 && c.rerr != nil && len(p) > 0 {
+		return 0, c.rerr
+	}
+	return n, nil
+}
+
+// payload reads bytes of the current data frame into p: those already
+// read with its header, else from the connection, waiting for them when
+// wait is set.
+func (c *wsConn) payload(p []byte, wait bool) (int, error) {
+	p = p[:min(int64(len(p)), c.remaining)]
+	if c.r < c.w {
+		k := copy(p, c.rb[c.r:c.w])
+		c.r += k
+		c.remaining -= int64(k)
+		return k, nil
+	}
+	if !wait {
+		if c.received == nil {
+			return 0, nil
+		}
+		k := c.received(p)
+		c.remaining -= int64(k)
+		return k, nil
+	}
+	k, err := c.Conn.Read(p)
+	c.remaining -= int64(k)
+	if err != nil {
+		err = c.readFailed(err)
+		if k > 0 && c.rerr != nil {
+			err = nil // the bytes first; the next Read reports the end
+		}
+	}
+	return k, err
+}
+
+// fill reads more of the connection after rb[r:w]: at least one byte when
+// wait is set, what was already received otherwise (more false: none).
+func (c *wsConn) fill(wait bool) (more bool, err error) {
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+	} else if c.r > 0 && len(c.rb)-c.w < maxFrameHeader+maxControlPayload {
+		c.w = copy(c.rb, c.rb[c.r:c.w])
+		c.r = 0
+	}
+	if !wait {
+		if c.received == nil {
+			return false, nil
+		}
+		k := c.received(c.rb[c.w:])
+		c.w += k
+		return k > 0, nil
+	}
+	for {
+		k, err := c.Conn.Read(c.rb[c.w:])
+		c.w += k
+		if k > 0 {
+			return true, nil
+		}
+		if err != nil {
+			if err == io.EOF && c.r == c.w {
+				c.rerr = io.EOF // the server went without a close frame
+				return false, io.EOF
+			}
+			return false, c.readFailed(err)
+		}
+	}
+}
+
+// nextFrame takes the next frame's header and handles a control frame
+// whole. It returns true once a data frame's payload is next (remaining
+// may be 0) or a control frame was handled, false when wait is not set
+// and the header has not been received whole yet (nothing is consumed).
+func (c *wsConn) nextFrame(wait bool) (bool, error) {
+	for {
+		h, need, err := parseFrameHeader(c.rb[c.r:c.w])
+		if err != nil {
 			c.rerr = err
-			return err
+			return false, err
+		}
+		if need <= c.w-c.r {
+			if h.opcode < opClose {
+				c.r += h.hdrSize
+				c.remaining = h.length
+				return true, nil
+			}
+			// A control frame is read whole before any of it is
+			// consumed, so a deadline in its middle loses nothing.
+			need = h.hdrSize + int(h.length)
+		}
+		if need <= c.w-c.r {
+			return true, c.control(h)
+		}
+		more, err := c.fill(wait)
+		if err != nil || !more {
+			return false, err
 		}
 	}
-	if h.opcode < opClose {
-		c.br.Discard(h.hdrSize)
-		c.remaining = h.length
-		return nil
-	}
-	// A control frame is read whole before any of it is consumed, so a
-	// deadline in its middle loses nothing.
-	whole, err := c.br.Peek(h.hdrSize + int(h.length))
-	if err != nil {
-		return c.readFailed(err)
-	}
+}
+
+// control handles the control frame at rb[r:], whole there.
+func (c *wsConn) control(h frameHeader) error {
 	var payload [maxControlPayload]byte
-	n := copy(payload[:], whole[h.hdrSize:])
-	c.br.Discard(len(whole))
+	n := copy(payload[:], c.rb[c.r+h.hdrSize:c.r+h.hdrSize+int(h.length)])
+	c.r += h.hdrSize + int(h.length)
 	switch h.opcode {
 	case opPing:
 		return c.writeControl(opPong, payload[:n])
