@@ -15,6 +15,11 @@
 #                     the "other processes", so every run reads DISTURBED)
 #   BENCH_CPUS        if set, every proxy runs under `taskset -c $BENCH_CPUS`
 #   BENCH_KEEP        if set, keep the work folder (configs, logs, binaries)
+#   BENCH_BASE_BIN    if set, another switchyard binary (e.g. the build
+#                     before a change) runs as a third client with the same
+#                     config, to compare a change in one run
+#   BENCH_PPROF       if set (a loopback IP:port), switchyard serves
+#                     net/http/pprof there (SWITCHYARD_PPROF)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -139,9 +144,22 @@ tls = { server_name = "$host", ca_file = "$work/cert.pem" }
 [route]
 final = "proxy"
 EOF
-	launch "$dir/switchyard.log" "$work/switchyard" run -c "$dir/switchyard.toml"
+	sy_env=()
+	if [ -n "${BENCH_PPROF:-}" ]; then
+		sy_env=(env SWITCHYARD_PPROF="$BENCH_PPROF")
+	fi
+	launch "$dir/switchyard.log" "${sy_env[@]}" "$work/switchyard" run -c "$dir/switchyard.toml"
 	sy_pid=$last_pid
 	wait_listening switchyard "$sy_pid" "$sy_port" "$dir/switchyard.log"
+	base_target=()
+	if [ -n "${BENCH_BASE_BIN:-}" ]; then
+		base_port=$(free_port)
+		sed "s/127.0.0.1:$sy_port/127.0.0.1:$base_port/" "$dir/switchyard.toml" >"$dir/base.toml"
+		launch "$dir/base.log" "$BENCH_BASE_BIN" run -c "$dir/base.toml"
+		base_pid=$last_pid
+		wait_listening base "$base_pid" "$base_port" "$dir/base.log"
+		base_target=(-target "base=127.0.0.1:$base_port,$base_pid")
+	fi
 
 	xc_port=$(free_port)
 	cat >"$dir/client.json" <<EOF
@@ -157,7 +175,7 @@ EOF
 
 	echo
 	echo "== vless over $tr+tls: switchyard vs xray, both clients of one xray server"
-	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" "$@" || status=$?
+	"$work/socksbench" -target "switchyard=127.0.0.1:$sy_port,$sy_pid" -target "xray=127.0.0.1:$xc_port,$xc_pid" "${base_target[@]}" "$@" || status=$?
 
 	for log in "$dir"/*.log; do
 		if grep -qiE 'error|panic|fatal|fail' "$log" 2>/dev/null; then
