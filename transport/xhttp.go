@@ -283,8 +283,11 @@ type xhH2 struct {
 	maxRequests int64
 	maxAge      time.Duration
 	requests    atomic.Int64
-	closed      atomic.Bool
-	timer       *time.Timer // while idle; guarded by x.mu
+	// answered: the server answered a flow's requests on c, so later
+	// flows need not wait for their answer before they send.
+	answered atomic.Bool
+	closed   atomic.Bool
+	timer    *time.Timer // while idle; guarded by x.mu
 }
 
 // reusable reports whether another flow may start on c.
@@ -417,7 +420,7 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		netx.Mark(ctx, netx.PhaseTransport)
-		return openXHConn(ctx, x, cc, raw, nil, func() { cc.Close() })
+		return openXHConn(ctx, x, cc, raw, nil, nil, func() { cc.Close() })
 	}
 	x.mu.Lock()
 	closed := x.closed
@@ -468,7 +471,7 @@ func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
 		}
 		x.put(c)
 	}
-	conn, err := openXHConn(ctx, x, c.cc, c.raw, &c.requests, release)
+	conn, err := openXHConn(ctx, x, c.cc, c.raw, &c.requests, &c.answered, release)
 	if err != nil {
 		return nil, err
 	}

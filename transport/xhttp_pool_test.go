@@ -2,7 +2,12 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,5 +133,135 @@ func TestXHTTPBrokenIdleConnection(t *testing.T) {
 	xhEcho(t, c, 1000, 1000)
 	if n := s.accepts.Load(); n != 2 {
 		t.Fatalf("%d connections, want 2 (the broken one and a fresh one)", n)
+	}
+}
+
+// establish dials d within a fresh establishment of the given deadline.
+func establish(t *testing.T, d *Dialer, within time.Duration) (net.Conn, error) {
+	t.Helper()
+	e, ctx, cancel := netx.Begin(context.Background(), netx.NewAdmission(netx.NewGate(8), 1), within)
+	defer cancel()
+	defer e.End()
+	return d.Dial(ctx)
+}
+
+// On a connection whose server answered a flow before, a flow's dial
+// returns once its download's request is written: its upload goes out
+// before the answer comes. A refusal or silence from the server then fails
+// the flow's reads, the silence within the establishment's deadline; on a
+// fresh connection the dial still waits for the answer and fails itself.
+// (HTTP/2 over TLS: over HTTP/1.1 every flow has connections of its own.)
+func TestXHTTPAnsweredConnectionSendsBeforeTheAnswer(t *testing.T) {
+	p := newPKI(t)
+	tt := &spec.TLS{ServerName: serverName, CAFile: p.caFile}
+	for _, mode := range []string{"stream-one", "stream-up", "packet-up"} {
+		t.Run(mode, func(t *testing.T) {
+			s := newXHServer(t, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+			var hold atomic.Pointer[chan struct{}]
+			var code atomic.Int32
+			s.answer = func(r *http.Request) int {
+				if h := hold.Load(); h != nil {
+					select {
+					case <-*h:
+					case <-r.Context().Done():
+					}
+				}
+				return int(code.Load())
+			}
+			d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: mode}, tt))
+
+			// A fresh connection: the refusal fails the dial.
+			code.Store(http.StatusNotFound)
+			if c, err := establish(t, d, 5*time.Second); err == nil || !strings.Contains(err.Error(), "404") {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a refused flow on a fresh connection dialled: %v", err)
+			}
+			code.Store(0)
+			first, err := establish(t, d, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xhEcho(t, first, 1000, 1000)
+			first.Close()
+
+			release := make(chan struct{})
+			hold.Store(&release)
+			type dialResult struct {
+				c   net.Conn
+				err error
+			}
+			dialled := make(chan dialResult, 1)
+			go func() {
+				c, err := establish(t, d, 5*time.Second)
+				dialled <- dialResult{c, err}
+			}()
+			var c net.Conn
+			select {
+			case r := <-dialled:
+				if r.err != nil {
+					close(release)
+					t.Fatal(r.err)
+				}
+				c = r.c
+			case <-time.After(3 * time.Second):
+				close(release)
+				if r := <-dialled; r.c != nil {
+					r.c.Close()
+				}
+				t.Fatal("the dial waited for the answer on a connection already answered")
+			}
+			if _, err := c.Write([]byte("sent before the answer")); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got := make([]byte, len("sent before the answer"))
+			if _, err := io.ReadFull(c, got); err != nil || string(got) != "sent before the answer" {
+				t.Fatalf("read %q, %v", got, err)
+			}
+			c.Close()
+			if n := s.accepts.Load(); n != 2 {
+				t.Fatalf("%d connections, want the refused one and the one reused", n)
+			}
+
+			// A refusal on the answered connection fails the flow's reads
+			// (or the dial, when it came before the dial returned).
+			code.Store(http.StatusNotFound)
+			c, err = establish(t, d, 5*time.Second)
+			if err == nil {
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, err = c.Read(got)
+				c.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), "404") {
+				t.Fatalf("a refused download: %v", err)
+			}
+			code.Store(0)
+
+			// Silence fails them at the establishment's deadline, on an
+			// answered connection (a flow the server answers first: a
+			// refusal the dial saw closed the connection).
+			c, err = establish(t, d, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xhEcho(t, c, 100, 100)
+			c.Close()
+			silent := make(chan struct{})
+			defer close(silent)
+			hold.Store(&silent)
+			c, err = establish(t, d, 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Read(got); err == nil || !strings.Contains(err.Error(), "within the establishment deadline") {
+				t.Fatalf("a silent download read: %v", err)
+			}
+			s.check(t)
+		})
 	}
 }

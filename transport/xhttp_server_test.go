@@ -29,6 +29,10 @@ type xhServer struct {
 	// delay holds a packet-up POST back before it is queued, so that POSTs
 	// overtake one another.
 	delay func(seq uint64) time.Duration
+	// answer, when set, is asked before a download (the GET, stream-one's
+	// POST) is answered: it may hold the answer back, and its status
+	// replaces 200 when not 0.
+	answer func(r *http.Request) int
 
 	mu       sync.Mutex
 	bad      []string // what the server refused, and why
@@ -148,6 +152,13 @@ func (s *xhServer) serve(w http.ResponseWriter, r *http.Request) {
 		parts = strings.Split(rest, "/")
 	}
 	flush := func() { http.NewResponseController(w).Flush() }
+	download := r.Method == http.MethodGet && len(parts) == 1 || r.Method == http.MethodPost && len(parts) == 0
+	if download && s.answer != nil {
+		if code := s.answer(r); code != 0 {
+			w.WriteHeader(code)
+			return
+		}
+	}
 	switch {
 	case r.Method == http.MethodPost && len(parts) == 0: // stream-one
 		w.WriteHeader(http.StatusOK)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -60,34 +61,39 @@ type xhConn struct {
 	upload *http.ClientConn
 }
 
-// openXHConn sends the flow's first requests on cc and returns once the
-// download's response headers arrived, under ctx.
-func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, release func()) (*xhConn, error) {
+// openXHConn sends the flow's first requests on cc. It returns once the
+// download's response headers arrived, under ctx; or, when answered says
+// the server answered a flow on cc before (HTTP/2), once the download's
+// request is written, as Xray's client does: the upload goes out without
+// waiting a round trip, and the download waits for its answer until ctx's
+// deadline. answered is nil over HTTP/1.1.
+func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, answered *atomic.Bool, release func()) (*xhConn, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := &xhConn{x: x, cc: cc, raw: raw, requests: requests, ctx: fctx, cancel: cancel, release: release,
-		down: newXHPipe(xhDownBuffer), up: newXHPipe(xhUpBuffer)}
 	cfg := x.cfg
+	upLimit := xhUpBuffer
+	if cfg.mode == "packet-up" {
+		upLimit = cfg.maxPost
+	}
+	c := &xhConn{x: x, cc: cc, raw: raw, requests: requests, ctx: fctx, cancel: cancel, release: release,
+		down: newXHPipe(xhDownBuffer), up: newXHPipe(upLimit)}
 	fail := func(err error) (*xhConn, error) {
 		c.Close()
 		return nil, err
 	}
+	early := answered != nil && answered.Load()
 	if cfg.mode == "stream-one" {
 		req := cfg.request(fctx, http.MethodPost, "")
 		req.Header.Set("Content-Type", "application/grpc")
 		req.Body = xhBodyReader{c.up}
-		resp, err := c.roundTrip(ctx, cc, req)
-		if err != nil {
+		if err := c.openDownload(ctx, req, answered, early); err != nil {
 			return fail(err)
 		}
-		c.pump(resp.Body)
 		return c, nil
 	}
 	c.session = newSessionID()
-	resp, err := c.roundTrip(ctx, cc, cfg.request(fctx, http.MethodGet, c.session))
-	if err != nil {
+	if err := c.openDownload(ctx, cfg.request(fctx, http.MethodGet, c.session), answered, early); err != nil {
 		return fail(err)
 	}
-	c.pump(resp.Body)
 	if cfg.mode == "stream-up" {
 		req := cfg.request(fctx, http.MethodPost, c.session)
 		req.Header.Set("Content-Type", "application/grpc")
@@ -96,10 +102,85 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 		go c.streamUp(req)
 		return c, nil
 	}
-	c.up = newXHPipe(cfg.maxPost)
 	c.wg.Add(1)
 	go c.packetUp()
 	return c, nil
+}
+
+// openDownload sends req, the request whose response body is the download,
+// and pumps that body into the download pipe. Unless early is set it waits
+// for the response headers under ctx, so that a refusing or silent server
+// fails the dial. Early, it returns once the request is written (or
+// failed): the answer is awaited by the pump, bounded by ctx's deadline,
+// and a refusal fails the flow's reads and writes. A 200 marks answered.
+func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *atomic.Bool, early bool) error {
+	if !early {
+		resp, err := c.roundTrip(ctx, c.cc, req)
+		if err != nil {
+			return err
+		}
+		if answered != nil {
+			answered.Store(true)
+		}
+		c.pump(resp.Body)
+		return nil
+	}
+	wrote := make(chan struct{})
+	var once sync.Once
+	written := func() { once.Do(func() { close(wrote) }) }
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{WroteHeaders: written}))
+	failed := make(chan error, 1)
+	var late *time.Timer
+	var silent atomic.Bool
+	if deadline, ok := ctx.Deadline(); ok {
+		late = time.AfterFunc(time.Until(deadline), func() {
+			silent.Store(true)
+			c.cancel()
+		})
+	}
+	c.count()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		resp, err := c.cc.RoundTrip(req)
+		if late != nil && !late.Stop() && err == nil {
+			resp.Body.Close()
+			err = context.Canceled // the deadline went first
+		}
+		switch {
+		case silent.Load():
+			err = fmt.Errorf("xhttp: no answer from %s to %s %s within the establishment deadline", c.x.d.server, req.Method, req.URL.Path)
+		case err != nil:
+			err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+		default:
+			if err = checkXHResponse(resp); err != nil {
+				resp.Body.Close()
+				err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+			}
+		}
+		if err != nil {
+			failed <- err
+			written()
+			if c.ctx.Err() == nil || silent.Load() {
+				c.down.closeWrite(err)
+				c.up.closeRead(err)
+			}
+			return
+		}
+		answered.Store(true)
+		c.copyDown(resp.Body)
+	}()
+	select {
+	case <-wrote:
+	case <-ctx.Done():
+		return fmt.Errorf("xhttp: no answer from %s to %s %s: %w", c.x.d.server, req.Method, req.URL.Path, context.Cause(ctx))
+	}
+	select {
+	case err := <-failed:
+		return err
+	default:
+		return nil
+	}
 }
 
 // roundTrip sends req on cc and waits for its response headers under ctx;
@@ -145,29 +226,42 @@ func checkXHResponse(resp *http.Response) error {
 	return nil
 }
 
-// pump copies the download's body into the download pipe until it ends.
+// pump copies the download's body into the download pipe until it ends,
+// on a goroutine of the flow's.
 func (c *xhConn) pump(body io.ReadCloser) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer body.Close()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := body.Read(buf)
-			if n > 0 {
-				if _, werr := c.down.write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				if err != io.EOF {
-					err = fmt.Errorf("xhttp: the download from %s broke: %w", c.x.d.server, err)
-				}
-				c.down.closeWrite(err)
+		c.copyDown(body)
+	}()
+}
+
+// xhPumpBufs are the pumps' read buffers: a flow's pump holds one while
+// the download lasts.
+var xhPumpBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyDown copies the download's body into the download pipe until it
+// ends, and closes body.
+func (c *xhConn) copyDown(body io.ReadCloser) {
+	defer body.Close()
+	bp := xhPumpBufs.Get().(*[]byte)
+	defer xhPumpBufs.Put(bp)
+	buf := *bp
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := c.down.write(buf[:n]); werr != nil {
 				return
 			}
 		}
-	}()
+		if err != nil {
+			if err != io.EOF {
+				err = fmt.Errorf("xhttp: the download from %s broke: %w", c.x.d.server, err)
+			}
+			c.down.closeWrite(err)
+			return
+		}
+	}
 }
 
 // streamUp runs the streamed upload POST of stream-up: its answer is read
