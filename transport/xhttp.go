@@ -29,7 +29,9 @@ import (
 //     upload, both on <path>/<session>, over HTTP/2;
 //   - packet-up: a GET for the download and the upload cut in POSTs of at
 //     most sc_max_each_post_bytes, each on <path>/<session>/<seq> with seq
-//     counting from 0, sent sc_min_posts_interval_ms apart at the least;
+//     counting from 0, sent sc_min_posts_interval_ms apart at the least
+//     (but for the second, which carries the first bytes after a proxy's
+//     request header);
 //     the server puts them back in order. Over HTTP/2, or HTTP/1.1.
 //
 // Every request carries an x_padding of x_padding_bytes "X"s as the query

@@ -177,6 +177,59 @@ func TestXHTTPPacketUpSequencing(t *testing.T) {
 	}
 }
 
+// Packet-up's second POST, the first bytes after a proxy's request header
+// that the dial wrote alone, goes without waiting the interval; the third
+// waits it.
+func TestXHTTPPacketUpSecondPostDoesNotWait(t *testing.T) {
+	p := newPKI(t)
+	s := newXHServer(t, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+	const interval = 2 * time.Second
+	tt := &spec.TLS{ServerName: serverName, CAFile: p.caFile}
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "packet-up", MinPostsInterval: interval}, tt))
+	conn := dialCtx(t, d)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	posted := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			s.mu.Lock()
+			k := len(s.posts)
+			s.mu.Unlock()
+			if k >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d POSTs, waiting for %d", k, n)
+			}
+		}
+	}
+	echo := func(b string) {
+		t.Helper()
+		if _, err := conn.Write([]byte(b)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(b))
+		if _, err := io.ReadFull(conn, got); err != nil || string(got) != b {
+			t.Fatalf("read %q, %v", got, err)
+		}
+	}
+	echo("header")
+	posted(1)
+	echo("first bytes")
+	echo("then more")
+	posted(3)
+	s.check(t)
+	s.mu.Lock()
+	posts := append([]xhPost(nil), s.posts...)
+	s.mu.Unlock()
+	if gap := posts[1].at.Sub(posts[0].at); gap >= interval {
+		t.Errorf("the second POST came %v after the first: it waited the interval", gap)
+	}
+	if gap := posts[2].at.Sub(posts[1].at); gap < interval-50*time.Millisecond {
+		t.Errorf("the third POST came %v after the second, under the interval %v", gap, interval)
+	}
+}
+
 // Every request carries x_padding_bytes "X"s in its Referer's query, a
 // fresh length within the range each time.
 func TestXHTTPPadding(t *testing.T) {

@@ -285,6 +285,12 @@ func (c *xhConn) streamUp(req *http.Request) {
 // started, numbered from 0. Over HTTP/2 up to xhPostsInFlight run at once;
 // over HTTP/1.1 they go one after the other on the flow's upload
 // connection.
+//
+// The second POST does not wait the interval: a proxy's dial writes its
+// request header alone, so the first POST carries that header and the
+// second the flow's first bytes, which would otherwise reach the server
+// an interval late on every flow (Xray's client sends its header with the
+// first bytes in one POST). The interval applies from there on.
 func (c *xhConn) packetUp() {
 	defer c.wg.Done()
 	cfg := c.x.cfg
@@ -306,7 +312,7 @@ func (c *xhConn) packetUp() {
 		if err := c.up.ready(); err != nil {
 			return
 		}
-		if wait := cfg.minInterval - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := cfg.minInterval - time.Since(last); seq > 1 && wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
