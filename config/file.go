@@ -150,9 +150,22 @@ type fileTransport struct {
 	Mode        *string `toml:"mode"`
 
 	// xhttp (with path, host, headers and mode)
-	XPaddingBytes        *string `toml:"x_padding_bytes"`
-	ScMaxEachPostBytes   *int64  `toml:"sc_max_each_post_bytes"`
-	ScMinPostsIntervalMs *int64  `toml:"sc_min_posts_interval_ms"`
+	XPaddingBytes        *string   `toml:"x_padding_bytes"`
+	ScMaxEachPostBytes   *int64    `toml:"sc_max_each_post_bytes"`
+	ScMinPostsIntervalMs *int64    `toml:"sc_min_posts_interval_ms"`
+	NoGRPCHeader         *bool     `toml:"no_grpc_header"`
+	XMux                 *fileXMux `toml:"xmux"`
+}
+
+// fileXMux is an xhttp transport's xmux table: each bound an integer or a
+// string "N" or "MIN-MAX".
+type fileXMux struct {
+	MaxConcurrency   any    `toml:"max_concurrency"`
+	MaxConnections   any    `toml:"max_connections"`
+	CMaxReuseTimes   any    `toml:"c_max_reuse_times"`
+	HMaxRequestTimes any    `toml:"h_max_request_times"`
+	HMaxReusableSecs any    `toml:"h_max_reusable_secs"`
+	HKeepAlivePeriod *int64 `toml:"h_keep_alive_period"`
 }
 
 type fileObfs struct {

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"switchyard/internal/clip"
 	"switchyard/spec"
 )
 
@@ -70,6 +72,18 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 		}
 	}
 
+	if f.NoGRPCHeader != nil {
+		if *f.NoGRPCHeader && t.Mode == "packet-up" {
+			l.errorf(key+".no_grpc_header", `mode "packet-up" streams no POST: only stream-one's and stream-up's carry the gRPC Content-Type`)
+		}
+		t.NoGRPCHeader = *f.NoGRPCHeader
+	}
+	t.XMux = l.xmux(key+".xmux", f.XMux)
+	h1 := packetUp && (tlsTable == nil || slices.Equal(tlsTable.ALPN, []string{"http/1.1"}))
+	if f.XMux != nil && h1 {
+		l.errorf(key+".xmux", "xmux shares HTTP/2 connections between flows; this transport runs packet-up over HTTP/1.1, where every flow opens its own")
+	}
+
 	if tlsTable == nil {
 		return
 	}
@@ -123,4 +137,80 @@ func (l *lowerer) xPadding(key string, v *string) (lo, hi int) {
 		return lo, hi
 	}
 	return defaultXPaddingMin, defaultXPaddingMax
+}
+
+// maxXMuxBound is the largest xmux bound, as Xray's int32 ranges have it;
+// maxKeepAlive the longest h_keep_alive_period.
+const (
+	maxXMuxBound = math.MaxInt32
+	maxKeepAlive = 86400
+)
+
+// xmux lowers an xhttp transport's xmux table; nil when it is not written.
+// As in Xray's client, a table whose bounds are all 0 is the default, and
+// a bound a written table leaves out is none.
+func (l *lowerer) xmux(key string, f *fileXMux) *spec.XMux {
+	if f == nil {
+		return nil
+	}
+	m := &spec.XMux{
+		MaxConcurrency:   l.xmuxBound(key+".max_concurrency", f.MaxConcurrency),
+		MaxConnections:   l.xmuxBound(key+".max_connections", f.MaxConnections),
+		CMaxReuseTimes:   l.xmuxBound(key+".c_max_reuse_times", f.CMaxReuseTimes),
+		HMaxRequestTimes: l.xmuxBound(key+".h_max_request_times", f.HMaxRequestTimes),
+		HMaxReusableSecs: l.xmuxBound(key+".h_max_reusable_secs", f.HMaxReusableSecs),
+	}
+	if m.MaxConcurrency[1] > 0 && m.MaxConnections[1] > 0 {
+		l.errorf(key+".max_connections", "max_connections and max_concurrency exclude each other: one bounds the connections, the other the flows on each")
+	}
+	if n := f.HKeepAlivePeriod; n != nil {
+		switch {
+		case *n > maxKeepAlive:
+			l.errorf(key+".h_keep_alive_period", "%d is over %d seconds (0 is the default, below 0 no ping)", *n, maxKeepAlive)
+		case *n < 0:
+			m.KeepAlive = -1
+		default:
+			m.KeepAlive = time.Duration(*n) * time.Second
+		}
+	}
+	if *m == (spec.XMux{}) {
+		return nil
+	}
+	return m
+}
+
+// xmuxBound lowers one xmux bound: a count, or a string "N" or "MIN-MAX",
+// 0..maxXMuxBound; [0, 0] when it is not written.
+func (l *lowerer) xmuxBound(key string, v any) [2]int64 {
+	var lo, hi int64
+	switch v := v.(type) {
+	case nil:
+		return [2]int64{}
+	case int64:
+		lo, hi = v, v
+	case string:
+		a, b, isRange := strings.Cut(strings.TrimSpace(v), "-")
+		if !isRange {
+			b = a
+		}
+		var err1, err2 error
+		lo, err1 = strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		hi, err2 = strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+		if err1 != nil || err2 != nil {
+			l.errorf(key, `%q is not a count or a range "MIN-MAX"`, clip.Value(v))
+			return [2]int64{}
+		}
+	default:
+		l.errorf(key, `must be a count or a string "N" or "MIN-MAX"`)
+		return [2]int64{}
+	}
+	if lo < 0 || hi > maxXMuxBound || lo > hi {
+		v := strconv.FormatInt(lo, 10)
+		if hi != lo {
+			v += "-" + strconv.FormatInt(hi, 10)
+		}
+		l.errorf(key, "%s: a bound is 0..%d (0: none), MIN no more than MAX", v, maxXMuxBound)
+		return [2]int64{}
+	}
+	return [2]int64{lo, hi}
 }

@@ -108,3 +108,77 @@ transport = { type = "xhttp", x_padding_bytes = "lots" }
 		{26, "outbounds[3].transport.x_padding_bytes", `"lots" is not a byte count or a range "MIN-MAX"`},
 	})
 }
+
+func TestXHTTPXMuxLowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "stream-up", no_grpc_header = true, xmux = { max_concurrency = "16-32", c_max_reuse_times = 8, h_max_request_times = "100", h_max_reusable_secs = "60-120", h_keep_alive_period = -1 } }
+tls = {}
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", xmux = { max_connections = 4, h_keep_alive_period = 20 } }
+tls = {}
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", xmux = { max_concurrency = 0 } }
+tls = {}
+`)
+	want := []*spec.XMux{
+		{MaxConcurrency: [2]int64{16, 32}, CMaxReuseTimes: [2]int64{8, 8}, HMaxRequestTimes: [2]int64{100, 100},
+			HMaxReusableSecs: [2]int64{60, 120}, KeepAlive: -1},
+		{MaxConnections: [2]int64{4, 4}, KeepAlive: 20 * time.Second},
+		nil, // all bounds 0: Xray's default, as without the table
+	}
+	for i, w := range want {
+		if got := s.Outbounds[i].Transport.XMux; !spec.Equal(got, w) {
+			t.Errorf("outbound %d: xmux %+v, want %+v", i, got, w)
+		}
+	}
+	if !s.Outbounds[0].Transport.NoGRPCHeader || s.Outbounds[1].Transport.NoGRPCHeader {
+		t.Error("no_grpc_header not lowered")
+	}
+}
+
+func TestXHTTPXMuxErrors(t *testing.T) {
+	wantProblems(t, `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "packet-up", no_grpc_header = true, xmux = { max_concurrency = 2 } }
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", xmux = { max_concurrency = "8-4", max_connections = 2, c_max_reuse_times = "many", h_max_request_times = -3, h_max_reusable_secs = 1.5, h_keep_alive_period = 100000 } }
+tls = {}
+[[outbounds]]
+tag = "c"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", xmux = { max_concurrency = 2, max_connections = 2, concurrency = 1 } }
+tls = {}
+`, []want{
+		{6, "outbounds[0].transport.no_grpc_header", `mode "packet-up" streams no POST`},
+		{6, "outbounds[0].transport.xmux", "xmux shares HTTP/2 connections between flows; this transport runs packet-up over HTTP/1.1"},
+		{12, "outbounds[1].transport.xmux.max_concurrency", "8-4: a bound is 0..2147483647 (0: none), MIN no more than MAX"},
+		{12, "outbounds[1].transport.xmux.c_max_reuse_times", `"many" is not a count or a range "MIN-MAX"`},
+		{12, "outbounds[1].transport.xmux.h_max_request_times", "-3: a bound is 0..2147483647"},
+		{12, "outbounds[1].transport.xmux.h_max_reusable_secs", `must be a count or a string "N" or "MIN-MAX"`},
+		{12, "outbounds[1].transport.xmux.h_keep_alive_period", "100000 is over 86400 seconds"},
+		{19, "outbounds[2].transport.xmux.concurrency", `unknown key "concurrency"`},
+		{19, "outbounds[2].transport.xmux.max_connections", "max_connections and max_concurrency exclude each other"},
+	})
+}

@@ -207,6 +207,28 @@ type Transport struct {
 	XPaddingMin, XPaddingMax int
 	MaxEachPostBytes         int
 	MinPostsInterval         time.Duration
+	// xhttp: NoGRPCHeader leaves out the "Content-Type: application/grpc"
+	// of a streamed POST (stream-one, stream-up).
+	NoGRPCHeader bool
+	// xhttp over HTTP/2: how flows share connections; nil is Xray's
+	// client default (one flow at a time on a connection, 600..900
+	// requests, 1800..3000 s).
+	XMux *XMux
+}
+
+// XMux bounds how an xhttp client's flows share its HTTP/2 connections
+// (Xray's xmux). Every bound is a range [MIN, MAX] drawn at random: the
+// first two once per outbound, the others once per connection. 0 is no
+// bound. MaxConcurrency and MaxConnections exclude each other.
+type XMux struct {
+	MaxConcurrency   [2]int64 // flows at once on a connection
+	MaxConnections   [2]int64 // connections opened before flows share them
+	CMaxReuseTimes   [2]int64 // flows a connection carries in all
+	HMaxRequestTimes [2]int64 // HTTP requests a connection carries
+	HMaxReusableSecs [2]int64 // seconds a connection takes new flows
+	// KeepAlive pings an HTTP/2 connection after this long without a
+	// frame; 0 is the transport's default, below 0 no ping.
+	KeepAlive time.Duration
 }
 
 // TLS is the TLS layer over a proxy client's transport.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,8 @@ import (
 // packet-up, as Xray's client picks it outside REALITY.
 //
 // HTTP/2 runs over TLS with ALPN h2, or without TLS as cleartext HTTP/2
-// with prior knowledge (h2c); a connection carries one flow at a time and
-// is kept for the flows after it (xhttpClient). HTTP/1.1 (packet-up
+// with prior knowledge (h2c); a connection carries one flow at a time, or
+// as many as xmux lets, and is kept for the flows after it (xhttpClient). HTTP/1.1 (packet-up
 // without TLS, or over TLS with alpn ["http/1.1"]) opens the GET's
 // connection and one upload connection per flow, kept alive from POST to
 // POST.
@@ -58,6 +59,8 @@ type xhttpConfig struct {
 	padMax      int
 	maxPost     int
 	minInterval time.Duration
+	noGRPC      bool       // streamed POSTs go without the gRPC Content-Type
+	mux         *spec.XMux // nil: the default sharing of HTTP/2 connections
 }
 
 // The defaults the loader fills in, for a spec built elsewhere.
@@ -75,7 +78,7 @@ const (
 // servers are set up for it), packet-up otherwise.
 func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn []string) (*xhttpConfig, error) {
 	x := &xhttpConfig{mode: t.Mode, scheme: "http", host: t.Host, padMin: t.XPaddingMin, padMax: t.XPaddingMax,
-		maxPost: t.MaxEachPostBytes, minInterval: t.MinPostsInterval}
+		maxPost: t.MaxEachPostBytes, minInterval: t.MinPostsInterval, noGRPC: t.NoGRPCHeader, mux: t.XMux}
 	switch x.mode {
 	case "", "auto":
 		x.mode = "packet-up"
@@ -174,6 +177,15 @@ func (x *xhttpConfig) request(ctx context.Context, method, sub string) *http.Req
 	return req.WithContext(ctx)
 }
 
+// grpcHeader gives a streamed POST the gRPC Content-Type, as Xray's
+// client does (a CDN passes a gRPC request's body on as it comes), unless
+// no_grpc_header.
+func (x *xhttpConfig) grpcHeader(req *http.Request) {
+	if !x.noGRPC {
+		req.Header.Set("Content-Type", "application/grpc")
+	}
+}
+
 // newSessionID is a random UUID (version 4), as Xray's client names a
 // session.
 func newSessionID() string {
@@ -185,13 +197,14 @@ func newSessionID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// xhttpClient is one outbound's XHTTP client. Over HTTP/2 it keeps the
-// connections no flow uses for the flows after them, as Xray's client does
-// by default (xmux: one flow at a time on a connection, which serves 600 to
-// 900 requests and 30 to 50 minutes): concurrent flows each have their own
-// connection and its own flow-control windows; a flow that follows another
-// starts without a connect or a TLS handshake. Over HTTP/1.1 every flow
-// opens its connections.
+// xhttpClient is one outbound's XHTTP client. Over HTTP/2 its flows share
+// connections as Xray's client lets them (xmux, xhttpClient.take): by
+// default one flow at a time on a connection, which serves 600 to 900
+// requests and 30 to 50 minutes, so that concurrent flows each have their
+// own connection and its own flow-control windows, and a flow that follows
+// another starts without a connect or a TLS handshake; max_concurrency N
+// lets N flows at once on a connection, max_connections N spreads the
+// flows over N connections. Over HTTP/1.1 every flow opens its connections.
 type xhttpClient struct {
 	d   *Dialer
 	cfg *xhttpConfig
@@ -199,16 +212,23 @@ type xhttpClient struct {
 	// (HTTP/1.1), which no dial's deadline covers.
 	establish time.Duration
 	tr        *http.Transport
+	// concurrency bounds the flows at once on a connection; connections
+	// is how many connections open before flows share them (0: no
+	// bound), each drawn once from its xmux range.
+	concurrency, connections int64
+	// The per-connection bounds, drawn for each connection.
+	reuseTimes, requestTimes, reusableSecs [2]int64
 
-	mu     sync.Mutex
-	idle   []*xhH2            // HTTP/2 connections no flow uses, newest last
-	live   map[*xhH2]struct{} // every HTTP/2 connection not closed
-	closed bool
-	idleN  atomic.Int32 // len(idle), read without the lock
+	mu      sync.Mutex
+	conns   []*xhH2            // HTTP/2 connections new flows may take, oldest first
+	pending int                // connects under way for conns
+	live    map[*xhH2]struct{} // every HTTP/2 connection not closed
+	closed  bool
+	idleN   atomic.Int32 // the connections in conns without a flow
 }
 
 const (
-	// xhttpIdle closes an idle HTTP/2 connection after this long.
+	// xhttpIdle closes an HTTP/2 connection after this long without a flow.
 	xhttpIdle = 60 * time.Second
 	// xhIdleMax bounds the idle HTTP/2 connections kept. A flow holds its
 	// connection until its download ends, which the server may end a second
@@ -218,20 +238,41 @@ const (
 	// closes connections the next flows would have taken and makes them
 	// pay a TLS handshake each.
 	xhIdleMax = 1024
-	// xhIdleTries bounds the idle connections one dial tries before it
+	// xhIdleTries bounds the kept connections one dial tries before it
 	// connects afresh.
 	xhIdleTries = 2
+	// xhKeepAlive pings an HTTP/2 connection after this long without a
+	// frame from the server (xmux h_keep_alive_period changes it); a
+	// ping unanswered for xhPingTimeout closes it.
+	xhKeepAlive   = 30 * time.Second
+	xhPingTimeout = 15 * time.Second
 )
 
-// A connection's reuse bounds, each drawn once per connection (Xray's
-// hMaxRequestTimes and hMaxReusableSecs).
+// The default xmux bounds, as Xray's client has them without an xmux
+// table: one flow at a time on a connection, 600..900 requests, 1800..3000
+// seconds.
 var (
 	xhReuseRequests = [2]int64{600, 900}
-	xhReuseAge      = [2]time.Duration{1800 * time.Second, 3000 * time.Second}
+	xhReuseAge      = [2]int64{1800, 3000}
 )
 
 func newXHTTPClient(d *Dialer, cfg *xhttpConfig, connect time.Duration) *xhttpClient {
 	x := &xhttpClient{d: d, cfg: cfg, establish: netx.EstablishTimeout(connect), live: map[*xhH2]struct{}{}}
+	keepAlive := xhKeepAlive
+	if m := cfg.mux; m != nil {
+		x.concurrency = randBetween(m.MaxConcurrency)
+		x.connections = randBetween(m.MaxConnections)
+		x.reuseTimes, x.requestTimes, x.reusableSecs = m.CMaxReuseTimes, m.HMaxRequestTimes, m.HMaxReusableSecs
+		switch {
+		case m.KeepAlive > 0:
+			keepAlive = m.KeepAlive
+		case m.KeepAlive < 0:
+			keepAlive = 0 // no ping
+		}
+	} else {
+		x.concurrency = 1
+		x.requestTimes, x.reusableSecs = xhReuseRequests, xhReuseAge
+	}
 	protos := new(http.Protocols)
 	if cfg.h1 {
 		protos.SetHTTP1(true)
@@ -252,7 +293,7 @@ func newXHTTPClient(d *Dialer, cfg *xhttpConfig, connect time.Duration) *xhttpCl
 			}
 			return c, err
 		},
-		HTTP2:                  &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
+		HTTP2:                  &http.HTTP2Config{SendPingTimeout: keepAlive, PingTimeout: xhPingTimeout},
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	return x
@@ -276,26 +317,33 @@ func (x *xhttpClient) newConn(ctx context.Context) (cc *http.ClientConn, raw net
 	return cc, raw, nil
 }
 
-// xhH2 is one HTTP/2 connection: carrying a flow, or idle.
+// xhH2 is one HTTP/2 connection, with the flows on it.
 type xhH2 struct {
 	x           *xhttpClient
 	cc          *http.ClientConn
 	raw         net.Conn
 	born        time.Time
-	maxRequests int64
-	maxAge      time.Duration
+	maxRequests int64         // the requests it serves; 0: no bound
+	maxAge      time.Duration // how long it takes new flows; 0: no bound
 	requests    atomic.Int64
 	// answered: the server answered a flow's requests on c, so later
 	// flows need not wait for their answer before they send.
 	answered atomic.Bool
 	closed   atomic.Bool
-	timer    *time.Timer // while idle; guarded by x.mu
+
+	// Guarded by x.mu.
+	flows  int         // the flows on c now
+	left   int64       // the flows c may take after these; below 0: no bound
+	listed bool        // in x.conns: new flows may take it
+	idle   bool        // listed without a flow: counted in x.idleN
+	timer  *time.Timer // closes c once it has been without a flow xhttpIdle
 }
 
-// reusable reports whether another flow may start on c.
-func (c *xhH2) reusable() bool {
-	return !c.closed.Load() && c.cc.Err() == nil && c.cc.Available() > 0 &&
-		c.requests.Load() < c.maxRequests && time.Since(c.born) < c.maxAge
+// usable reports whether a new flow may start on c.
+func (c *xhH2) usable() bool {
+	return !c.closed.Load() && c.cc.Err() == nil && c.cc.Available() > 0 && c.left != 0 &&
+		(c.maxRequests == 0 || c.requests.Load() < c.maxRequests) &&
+		(c.maxAge == 0 || time.Since(c.born) < c.maxAge)
 }
 
 // close ends c with its streams (idempotent); no lock may be held.
@@ -306,24 +354,55 @@ func (c *xhH2) close() {
 	x := c.x
 	x.mu.Lock()
 	delete(x.live, c)
-	x.removeIdleLocked(c)
+	x.unlistLocked(c)
 	x.mu.Unlock()
 	c.cc.Close()
 }
 
-// removeIdleLocked takes c out of the idle list; x.mu is held.
-func (x *xhttpClient) removeIdleLocked(c *xhH2) bool {
-	for i, v := range x.idle {
-		if v == c {
-			x.idle = append(x.idle[:i], x.idle[i+1:]...)
-			x.idleN.Store(int32(len(x.idle)))
-			if c.timer != nil {
-				c.timer.Stop()
-			}
-			return true
-		}
+// unlistLocked takes c out of x.conns: no new flow takes it, and it closes
+// when its last flow ends. x.mu is held.
+func (x *xhttpClient) unlistLocked(c *xhH2) {
+	if !c.listed {
+		return
 	}
-	return false
+	c.listed = false
+	if i := slices.Index(x.conns, c); i >= 0 {
+		x.conns = slices.Delete(x.conns, i, i+1)
+	}
+	x.busyLocked(c)
+}
+
+// busyLocked ends c's wait for a flow. x.mu is held.
+func (x *xhttpClient) busyLocked(c *xhH2) {
+	if c.idle {
+		c.idle = false
+		x.idleN.Add(-1)
+		c.timer.Stop()
+	}
+}
+
+// idleLocked starts c's wait for its next flow. x.mu is held.
+func (x *xhttpClient) idleLocked(c *xhH2) {
+	if c.idle {
+		return
+	}
+	c.idle = true
+	x.idleN.Add(1)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(xhttpIdle, func() {
+			x.mu.Lock()
+			idle := c.listed && c.flows == 0
+			if idle {
+				x.unlistLocked(c)
+			}
+			x.mu.Unlock()
+			if idle {
+				c.close()
+			}
+		})
+		return
+	}
+	c.timer.Reset(xhttpIdle)
 }
 
 func randBetween[T ~int64](r [2]T) T {
@@ -337,20 +416,39 @@ func randBetween[T ~int64](r [2]T) T {
 	return r[0] + T(n.Int64())
 }
 
-// connectH2 opens a new HTTP/2 connection under ctx.
-func (x *xhttpClient) connectH2(ctx context.Context) (*xhH2, error) {
+// connectH2 opens a new HTTP/2 connection under ctx, carrying flows (0 or
+// 1) from the start. A listed one is in x.conns for the flows after, and
+// counts toward max_connections while it connects; an unlisted one (a
+// speculative dial's) is its flow's alone until list.
+func (x *xhttpClient) connectH2(ctx context.Context, flows int, listed bool) (*xhH2, error) {
+	if listed {
+		x.mu.Lock()
+		x.pending++
+		x.mu.Unlock()
+	}
 	cc, raw, err := x.newConn(ctx)
+	x.mu.Lock()
+	if listed {
+		x.pending--
+	}
 	if err != nil {
+		x.mu.Unlock()
 		return nil, err
 	}
-	c := &xhH2{x: x, cc: cc, raw: raw, born: time.Now(), maxRequests: randBetween(xhReuseRequests), maxAge: randBetween(xhReuseAge)}
-	x.mu.Lock()
 	if x.closed {
 		x.mu.Unlock()
 		cc.Close()
 		return nil, ErrClosed
 	}
+	c := &xhH2{x: x, cc: cc, raw: raw, born: time.Now(), flows: flows, left: -1,
+		maxRequests: randBetween(x.requestTimes), maxAge: time.Duration(randBetween(x.reusableSecs)) * time.Second}
+	if n := randBetween(x.reuseTimes); n > 0 {
+		c.left = n - 1
+	}
 	x.live[c] = struct{}{}
+	if listed {
+		x.listLocked(c)
+	}
 	x.mu.Unlock()
 	cc.SetStateHook(func(cc *http.ClientConn) {
 		if cc.Err() != nil {
@@ -364,9 +462,24 @@ func (x *xhttpClient) connectH2(ctx context.Context) (*xhH2, error) {
 	return c, nil
 }
 
-// takeIdle returns the newest idle connection another flow may use, nil
-// when there is none; it closes the stale ones it finds.
-func (x *xhttpClient) takeIdle() *xhH2 {
+// listLocked puts c in x.conns. x.mu is held.
+func (x *xhttpClient) listLocked(c *xhH2) {
+	if c.listed || c.closed.Load() {
+		return
+	}
+	c.listed = true
+	x.conns = append(x.conns, c)
+	if c.flows == 0 {
+		x.idleLocked(c)
+	}
+}
+
+// take returns a connection a new flow starts on, counted as that flow's;
+// nil when the flow is to connect afresh: no connection can take another
+// flow, or max_connections has not been reached. It takes the one with the
+// fewest flows, the newest among those (the least likely to have been let
+// go by the server), and unlists the ones that may take no more.
+func (x *xhttpClient) take() *xhH2 {
 	var stale []*xhH2
 	defer func() {
 		for _, c := range stale {
@@ -375,46 +488,68 @@ func (x *xhttpClient) takeIdle() *xhH2 {
 	}()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for n := len(x.idle); n > 0; n = len(x.idle) {
-		c := x.idle[n-1]
-		x.idle = x.idle[:n-1]
-		x.idleN.Store(int32(len(x.idle)))
-		c.timer.Stop()
-		if c.reusable() {
-			return c
+	for i := len(x.conns) - 1; i >= 0; i-- {
+		if c := x.conns[i]; !c.usable() {
+			x.unlistLocked(c)
+			if c.flows == 0 {
+				stale = append(stale, c)
+			}
 		}
-		stale = append(stale, c)
 	}
-	return nil
+	if x.connections > 0 && int64(len(x.conns)+x.pending) < x.connections {
+		return nil
+	}
+	var best *xhH2
+	for i := len(x.conns) - 1; i >= 0; i-- {
+		c := x.conns[i]
+		if x.concurrency > 0 && int64(c.flows) >= x.concurrency {
+			continue
+		}
+		if best == nil || c.flows < best.flows {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	x.busyLocked(best)
+	best.flows++
+	if best.left > 0 {
+		best.left--
+	}
+	return best
 }
 
-// put keeps c for the next flow, or closes it when it may not be reused
-// or enough are idle already.
-func (x *xhttpClient) put(c *xhH2) {
+// release ends a flow's hold on c. keep false unlists c (its flow could
+// not open on it: a silent or refusing server). A connection left without
+// a flow waits xhttpIdle for the next, or closes: when unlisted, when it
+// may take no more flows, or when xhIdleMax connections wait already.
+func (x *xhttpClient) release(c *xhH2, keep bool) {
 	x.mu.Lock()
-	if x.closed || !c.reusable() || len(x.idle) >= xhIdleMax {
-		x.mu.Unlock()
-		c.close()
-		return
+	c.flows--
+	if !keep {
+		x.unlistLocked(c)
 	}
-	x.idle = append(x.idle, c)
-	x.idleN.Store(int32(len(x.idle)))
-	c.timer = time.AfterFunc(xhttpIdle, func() {
-		x.mu.Lock()
-		found := x.removeIdleLocked(c)
-		x.mu.Unlock()
-		if found {
-			c.close()
+	end := false
+	if c.flows == 0 {
+		end = !c.listed || x.closed || !c.usable() || int(x.idleN.Load()) >= xhIdleMax
+		if end {
+			x.unlistLocked(c)
+		} else {
+			x.idleLocked(c)
 		}
-	})
+	}
 	x.mu.Unlock()
+	if end {
+		c.close()
+	}
 }
 
 // dial opens a flow: the session's requests, returning once the download's
 // response headers arrived (a server that does not answer fails the dial
-// under its deadline). Over HTTP/2 a flow's dial takes an idle connection
-// when there is one: no physical connect, but the flow's requests are its
-// handshake, so it takes the dial's admission permit.
+// under its deadline). Over HTTP/2 a flow's dial takes a kept connection
+// when one can take it: no physical connect, but the flow's requests are
+// its handshake, so it takes the dial's admission permit.
 func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 	if x.cfg.h1 {
 		cc, raw, err := x.newConn(ctx)
@@ -422,7 +557,7 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		netx.Mark(ctx, netx.PhaseTransport)
-		return openXHConn(ctx, x, cc, raw, nil, nil, func() { cc.Close() })
+		return openXHConn(ctx, x, cc, raw, nil, nil, func(bool) { cc.Close() })
 	}
 	x.mu.Lock()
 	closed := x.closed
@@ -431,55 +566,53 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 		return nil, ErrClosed
 	}
 	// A dial outside an establishment (a health probe, a delay test)
-	// connects afresh: it measures the path, and leaves the idle
+	// connects afresh: it measures the path, and leaves the kept
 	// connections to flows.
 	for try := 0; try < xhIdleTries && netx.Establishing(ctx); try++ {
-		c := x.takeIdle()
+		c := x.take()
 		if c == nil {
 			break
 		}
 		if err := netx.Admit(ctx); err != nil {
-			x.put(c)
+			x.release(c, true)
 			return nil, err
 		}
 		netx.MarkPooled(ctx)
-		conn, err := x.open(ctx, c)
+		conn, err := x.open(ctx, c, false)
 		if err == nil || ctx.Err() != nil {
 			return conn, err
 		}
 		// The server may have let the connection go meanwhile: the next
 		// one, or a new one.
 	}
-	c, err := x.connectH2(ctx)
+	// A speculative dial keeps the connection it brings up to itself
+	// until its link is committed.
+	speculative := netx.Speculative(ctx)
+	c, err := x.connectH2(ctx, 1, !speculative)
 	if err != nil {
 		return nil, err
 	}
-	return x.open(ctx, c)
+	return x.open(ctx, c, speculative)
 }
 
-// open starts a flow on c. The flow gives c back for the next one when it
-// ends; a speculative dial's flow does so only once committed, and closes
-// it otherwise.
-func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
+// open starts a flow on c, which counts it already. The flow releases c
+// when it ends; unlisted (a speculative dial brought c up) it lists c once
+// committed, and closes it otherwise.
+func (x *xhttpClient) open(ctx context.Context, c *xhH2, unlisted bool) (net.Conn, error) {
 	netx.Mark(ctx, netx.PhaseTransport)
-	var keep, opened atomic.Bool
-	speculative := netx.Speculative(ctx)
-	// A connection whose flow failed to open (a silent or refusing
-	// server) is not kept.
-	release := func() {
-		if !opened.Load() || speculative && !keep.Load() {
-			c.close()
-			return
-		}
-		x.put(c)
-	}
+	var opened atomic.Bool
+	release := func(answered bool) { x.release(c, answered && opened.Load()) }
 	conn, err := openXHConn(ctx, x, c.cc, c.raw, &c.requests, &c.answered, release)
 	if err != nil {
 		return nil, err
 	}
 	opened.Store(true)
-	if speculative {
-		conn.adopt = func() { keep.Store(true) }
+	if unlisted {
+		conn.adopt = func() {
+			x.mu.Lock()
+			x.listLocked(c)
+			x.mu.Unlock()
+		}
 	}
 	return conn, nil
 }
@@ -487,19 +620,25 @@ func (x *xhttpClient) open(ctx context.Context, c *xhH2) (net.Conn, error) {
 // idleCount is how many HTTP/2 connections wait for a flow.
 func (x *xhttpClient) idleCount() int { return int(x.idleN.Load()) }
 
-// warm opens one HTTP/2 connection for the next flow when none is idle.
+// warm opens one HTTP/2 connection for the next flow when no kept one can
+// take it, and max_connections (when set) is not reached.
 func (x *xhttpClient) warm(ctx context.Context) (bool, error) {
 	if x.cfg.h1 {
 		return false, ErrNothingToWarm
 	}
-	if x.idleCount() > 0 {
+	x.mu.Lock()
+	ready := x.idleN.Load() > 0 || x.pending > 0 ||
+		x.connections > 0 && int64(len(x.conns)) >= x.connections
+	for _, c := range x.conns {
+		ready = ready || x.concurrency == 0 || int64(c.flows) < x.concurrency
+	}
+	x.mu.Unlock()
+	if ready {
 		return false, nil
 	}
-	c, err := x.connectH2(ctx)
-	if err != nil {
+	if _, err := x.connectH2(ctx, 0, true); err != nil {
 		return false, err
 	}
-	x.put(c)
 	return true, nil
 }
 
@@ -517,15 +656,16 @@ func (x *xhttpClient) close() {
 	}
 }
 
-// purge closes the idle connections: the flows carry on, the next flow
-// connects afresh.
+// purge lets the kept connections go: the idle ones close, the others when
+// their flows end; the next flow connects afresh.
 func (x *xhttpClient) purge() {
+	var idle []*xhH2
 	x.mu.Lock()
-	idle := x.idle
-	x.idle = nil
-	x.idleN.Store(0)
-	for _, c := range idle {
-		c.timer.Stop()
+	for _, c := range slices.Clone(x.conns) {
+		if c.flows == 0 {
+			idle = append(idle, c)
+		}
+		x.unlistLocked(c)
 	}
 	x.mu.Unlock()
 	for _, c := range idle {

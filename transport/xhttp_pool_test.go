@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,11 +124,11 @@ func TestXHTTPBrokenIdleConnection(t *testing.T) {
 	xhEcho(t, c, 1000, 1000)
 	c.Close()
 	d.xhttp.mu.Lock()
-	if len(d.xhttp.idle) != 1 {
+	if len(d.xhttp.conns) != 1 {
 		d.xhttp.mu.Unlock()
-		t.Fatalf("%d idle connections after a flow, want 1", len(d.xhttp.idle))
+		t.Fatalf("%d idle connections after a flow, want 1", len(d.xhttp.conns))
 	}
-	d.xhttp.idle[0].raw.Close()
+	d.xhttp.conns[0].raw.Close()
 	d.xhttp.mu.Unlock()
 	c = xhFlow(t, d)
 	defer c.Close()
@@ -263,5 +265,176 @@ func TestXHTTPAnsweredConnectionSendsBeforeTheAnswer(t *testing.T) {
 			}
 			s.check(t)
 		})
+	}
+}
+
+// A streamed POST carries the gRPC Content-Type unless no_grpc_header.
+func TestXHTTPNoGRPCHeader(t *testing.T) {
+	for _, mode := range []string{"stream-one", "stream-up"} {
+		for _, off := range []bool{false, true} {
+			s := newXHServer(t, nil)
+			d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: mode, NoGRPCHeader: off}, nil))
+			c := xhFlow(t, d)
+			xhEcho(t, c, 1000, 1000)
+			c.Close()
+			s.mu.Lock()
+			got := s.streamed
+			s.mu.Unlock()
+			want := "application/grpc"
+			if off {
+				want = ""
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("%s, no_grpc_header %v: streamed POSTs with Content-Type %q, want one with %q", mode, off, got, want)
+			}
+		}
+	}
+}
+
+// xhConcurrent opens n flows at once on d, checks each echoes, and
+// returns them open.
+func xhConcurrent(t *testing.T, d *Dialer, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = xhFlow(t, d)
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { xhEcho(t, c, 20_000, 4096) })
+	}
+	wg.Wait()
+	return conns
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// By default a connection carries one flow at a time: concurrent flows
+// have a connection each. max_concurrency lets that many share one;
+// max_connections spreads every flow over that many.
+func TestXHTTPXMuxSharing(t *testing.T) {
+	cases := []struct {
+		name  string
+		mux   *spec.XMux
+		flows int
+		want  int32
+	}{
+		{"default", nil, 4, 4},
+		{"max_concurrency 2", &spec.XMux{MaxConcurrency: [2]int64{2, 2}}, 5, 3},
+		{"max_concurrency 8", &spec.XMux{MaxConcurrency: [2]int64{8, 8}}, 5, 1},
+		{"max_connections 2", &spec.XMux{MaxConnections: [2]int64{2, 2}}, 5, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newXHServer(t, nil)
+			d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up", XMux: tc.mux}, nil))
+			conns := xhConcurrent(t, d, tc.flows)
+			if n := s.accepts.Load(); n != tc.want {
+				t.Errorf("%d connections for %d concurrent flows, want %d", n, tc.flows, tc.want)
+			}
+			// Every flow ends: the connections wait for the next ones,
+			// which take them without a connect.
+			closeAll(conns)
+			waitFor(t, func() bool { return d.xhttp.idleCount() == int(tc.want) })
+			closeAll(xhConcurrent(t, d, tc.flows))
+			if n := s.accepts.Load(); n != tc.want {
+				t.Errorf("%d connections after a second round of %d flows, want %d still", n, tc.flows, tc.want)
+			}
+		})
+	}
+}
+
+// c_max_reuse_times bounds the flows a connection carries in all;
+// h_max_reusable_secs how long it takes new ones.
+func TestXHTTPXMuxReuseBounds(t *testing.T) {
+	s := newXHServer(t, nil)
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one", XMux: &spec.XMux{CMaxReuseTimes: [2]int64{2, 2}}}, nil))
+	for range 5 {
+		c := xhFlow(t, d)
+		xhEcho(t, c, 100, 100)
+		c.Close()
+		waitFor(t, func() bool { return d.xhttp.idleCount() <= 1 })
+	}
+	if n := s.accepts.Load(); n != 3 {
+		t.Errorf("%d connections for 5 flows at 2 a connection, want 3", n)
+	}
+
+	s = newXHServer(t, nil)
+	d = newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-one", XMux: &spec.XMux{HMaxReusableSecs: [2]int64{1, 1}}}, nil))
+	c := xhFlow(t, d)
+	xhEcho(t, c, 100, 100)
+	c.Close()
+	time.Sleep(1100 * time.Millisecond)
+	c = xhFlow(t, d)
+	xhEcho(t, c, 100, 100)
+	c.Close()
+	if n := s.accepts.Load(); n != 2 {
+		t.Errorf("%d connections for 2 flows, the second after the first connection's 1 s, want 2", n)
+	}
+}
+
+// A flow the server refuses on a shared connection does not cut the flows
+// already on it: the connection takes no new flow and closes after them.
+func TestXHTTPXMuxRefusalKeepsTheOtherFlows(t *testing.T) {
+	s := newXHServer(t, nil)
+	var refuse atomic.Bool
+	s.answer = func(*http.Request) int {
+		if refuse.Load() {
+			return http.StatusNotFound
+		}
+		return 0
+	}
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up", XMux: &spec.XMux{MaxConcurrency: [2]int64{4, 4}}}, nil))
+	first := xhFlow(t, d)
+	defer first.Close()
+	xhEcho(t, first, 1000, 1000)
+	refuse.Store(true)
+	// The connection has answered before: the dial returns before the
+	// answer, and the refusal fails the flow's reads.
+	c := xhFlow(t, d)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a refused flow read data")
+	}
+	c.Close()
+	refuse.Store(false)
+	xhEcho(t, first, 1000, 1000)
+	next := xhFlow(t, d)
+	defer next.Close()
+	xhEcho(t, next, 1000, 1000)
+	if n := s.accepts.Load(); n != 2 {
+		t.Errorf("%d connections, want 2: the refusing one kept for its first flow, a fresh one for the next", n)
+	}
+}
+
+// h_keep_alive_period sets the HTTP/2 ping; below 0 there is none.
+func TestXHTTPXMuxKeepAlive(t *testing.T) {
+	for _, tc := range []struct {
+		mux  *spec.XMux
+		want time.Duration
+	}{
+		{nil, xhKeepAlive},
+		{&spec.XMux{MaxConcurrency: [2]int64{1, 1}}, xhKeepAlive},
+		{&spec.XMux{KeepAlive: 7 * time.Second}, 7 * time.Second},
+		{&spec.XMux{KeepAlive: -1}, 0},
+	} {
+		d := newDialer(t, xhOutbound(netip.MustParseAddrPort("127.0.0.1:1"), spec.Transport{Mode: "stream-up", XMux: tc.mux}, nil))
+		if got := d.xhttp.tr.HTTP2.SendPingTimeout; got != tc.want {
+			t.Errorf("xmux %+v: ping after %v, want %v", tc.mux, got, tc.want)
+		}
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
 	}
 }

@@ -37,6 +37,7 @@ type xhServer struct {
 	mu       sync.Mutex
 	bad      []string // what the server refused, and why
 	paddings []int
+	streamed []string // the Content-Type of every streamed POST (stream-one, stream-up)
 	posts    []xhPost // packet-up POSTs, in the order they were queued
 	sessions map[string]*xhSession
 }
@@ -150,6 +151,11 @@ func (s *xhServer) serve(w http.ResponseWriter, r *http.Request) {
 	var parts []string
 	if rest != "" {
 		parts = strings.Split(rest, "/")
+	}
+	if r.Method == http.MethodPost && len(parts) <= 1 {
+		s.mu.Lock()
+		s.streamed = append(s.streamed, r.Header.Get("Content-Type"))
+		s.mu.Unlock()
 	}
 	flush := func() { http.NewResponseController(w).Flush() }
 	download := r.Method == http.MethodGet && len(parts) == 1 || r.Method == http.MethodPost && len(parts) == 0

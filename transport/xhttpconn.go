@@ -50,8 +50,12 @@ type xhConn struct {
 	up       *xhPipe
 	wg       sync.WaitGroup
 
-	// release gives back the flow's hold on its connection, once.
-	release   func()
+	// release gives back the flow's hold on its connection, once;
+	// answered false when the server refused the flow's download or
+	// left it unanswered (after an early dial), so that the connection
+	// takes no more flows.
+	release   func(answered bool)
+	refused   atomic.Bool
 	closeOnce sync.Once
 	// adopt, on a flow of a speculative dial, lets its connection serve
 	// the flows after it (Commit); nil otherwise.
@@ -67,7 +71,7 @@ type xhConn struct {
 // request is written, as Xray's client does: the upload goes out without
 // waiting a round trip, and the download waits for its answer until ctx's
 // deadline. answered is nil over HTTP/1.1.
-func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, answered *atomic.Bool, release func()) (*xhConn, error) {
+func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, answered *atomic.Bool, release func(answered bool)) (*xhConn, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cfg := x.cfg
 	upLimit := xhUpBuffer
@@ -83,7 +87,7 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 	early := answered != nil && answered.Load()
 	if cfg.mode == "stream-one" {
 		req := cfg.request(fctx, http.MethodPost, "")
-		req.Header.Set("Content-Type", "application/grpc")
+		cfg.grpcHeader(req)
 		req.Body = xhBodyReader{c.up}
 		if err := c.openDownload(ctx, req, answered, early); err != nil {
 			return fail(err)
@@ -96,7 +100,7 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 	}
 	if cfg.mode == "stream-up" {
 		req := cfg.request(fctx, http.MethodPost, c.session)
-		req.Header.Set("Content-Type", "application/grpc")
+		cfg.grpcHeader(req)
 		req.Body = xhBodyReader{c.up}
 		c.wg.Add(1)
 		go c.streamUp(req)
@@ -162,6 +166,7 @@ func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *
 			failed <- err
 			written()
 			if c.ctx.Err() == nil || silent.Load() {
+				c.refused.Store(true)
 				c.down.closeWrite(err)
 				c.up.closeRead(err)
 			}
@@ -481,7 +486,7 @@ func (c *xhConn) Close() error {
 		c.down.closeRead(errXHClosed)
 		c.up.closeRead(errXHClosed)
 		c.wg.Wait()
-		c.release()
+		c.release(!c.refused.Load())
 	})
 	return nil
 }

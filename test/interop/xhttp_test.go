@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ type xhCase struct {
 	name  string
 	mode  string
 	tls   bool
-	h1TLS bool // over TLS with alpn ["http/1.1"]
+	h1TLS bool   // over TLS with alpn ["http/1.1"]
+	xmux  string // the xmux table's keys, when set
 }
 
 var xhCases = []xhCase{
@@ -80,7 +82,11 @@ func xhOutbound(protocol string, c xhCase, port int, cert string) string {
 	default:
 		fmt.Fprintf(&b, "uuid = %q\npacket_encoding = \"xudp\"\n", interopUUID)
 	}
-	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q }\n", xhPath, c.mode)
+	xmux := ""
+	if c.xmux != "" {
+		xmux = ", xmux = { " + c.xmux + " }"
+	}
+	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q%s }\n", xhPath, c.mode, xmux)
 	if c.tls {
 		alpn := ""
 		if c.h1TLS {
@@ -91,15 +97,23 @@ func xhOutbound(protocol string, c xhCase, port int, cert string) string {
 	return b.String()
 }
 
-func runXHCase(t *testing.T, protocol string, c xhCase) {
+// xhStart starts the case's Xray server and a switchyard whose final
+// outbound is its client; it returns switchyard's SOCKS address and the
+// server's port.
+func xhStart(t *testing.T, protocol string, c xhCase) (proxy string, port int) {
 	t.Helper()
 	var cert, key string
 	if c.tls {
 		cert, key = tlsFiles(t)
 	}
-	port := freePort(t)
+	port = freePort(t)
 	startPeer(t, "xray", xhXrayConfig(protocol, port, cert, key), port)
-	proxy := startSwitchyard(t, xhOutbound(protocol, c, port, cert), "proxy")
+	return startSwitchyard(t, xhOutbound(protocol, c, port, cert), "proxy"), port
+}
+
+func runXHCase(t *testing.T, protocol string, c xhCase) {
+	t.Helper()
+	proxy, _ := xhStart(t, protocol, c)
 	t.Run("tcp", func(t *testing.T) { checkTCP(t, proxy) })
 	t.Run("udp", func(t *testing.T) { checkUDP(t, proxy, 2) })
 }
@@ -117,18 +131,12 @@ func TestXHTTPVMessTrojanInterop(t *testing.T) {
 	})
 }
 
-// Several flows at once share the outbound's one HTTP/2 connection, and
-// each gets its own bytes back.
+// Several flows at once, each on its own HTTP/2 connection (Xray's client
+// default), each get their own bytes back.
 func TestXHTTPConcurrentFlowsInterop(t *testing.T) {
 	for _, c := range []xhCase{{name: "packet-up+tls", mode: "packet-up", tls: true}, {name: "stream-up", mode: "stream-up"}} {
 		t.Run("xray/"+c.name, func(t *testing.T) {
-			var cert, key string
-			if c.tls {
-				cert, key = tlsFiles(t)
-			}
-			port := freePort(t)
-			startPeer(t, "xray", xhXrayConfig("vless", port, cert, key), port)
-			proxy := startSwitchyard(t, xhOutbound("vless", c, port, cert), "proxy")
+			proxy, _ := xhStart(t, "vless", c)
 			echo := tcpEcho(t)
 			errc := make(chan error, 8)
 			for i := range 8 {
@@ -141,6 +149,82 @@ func TestXHTTPConcurrentFlowsInterop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// xmux against Xray's server: flows share HTTP/2 connections as the table
+// says (max_concurrency 4: 8 flows on 2 connections; max_connections 2: on
+// 2), each flow keeps its own bytes, and UDP rides as well.
+func TestXHTTPXMuxInterop(t *testing.T) {
+	for _, tc := range []struct {
+		c    xhCase
+		want int // connections to the server for 8 flows at once
+	}{
+		{xhCase{name: "stream-up/default", mode: "stream-up"}, 8},
+		{xhCase{name: "stream-up/max_concurrency", mode: "stream-up", xmux: "max_concurrency = 4"}, 2},
+		{xhCase{name: "packet-up+tls/max_connections", mode: "packet-up", tls: true, xmux: `max_connections = "2"`}, 2},
+		{xhCase{name: "stream-one+tls/max_concurrency", mode: "stream-one", tls: true, xmux: `max_concurrency = "4-4", h_keep_alive_period = 10`}, 2},
+	} {
+		t.Run("xray/"+tc.c.name, func(t *testing.T) {
+			proxy, port := xhStart(t, "vless", tc.c)
+			echo := tcpEcho(t)
+			var flows []net.Conn
+			defer func() {
+				for _, c := range flows {
+					c.Close()
+				}
+			}()
+			for i := range 8 {
+				c, err := socksclient.Dial(proxy, echo, "", "")
+				if err != nil {
+					t.Fatalf("flow %d: CONNECT: %v", i, err)
+				}
+				flows = append(flows, c)
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				msg := []byte(fmt.Sprintf("flow %d", i))
+				if _, err := c.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]byte, len(msg))
+				if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+					t.Fatalf("flow %d: echo %q, %v", i, got, err)
+				}
+			}
+			// A preconnected connection the first flow did not take may
+			// be one more.
+			if n := establishedTo(t, port); n < tc.want || n > tc.want+1 {
+				t.Errorf("%d connections to the server for 8 flows at once, want %d", n, tc.want)
+			}
+			errc := make(chan error, 8)
+			for i := range 8 {
+				go func() { errc <- echoOnce(proxy, echo, i) }()
+			}
+			for range 8 {
+				if err := <-errc; err != nil {
+					t.Error(err)
+				}
+			}
+			checkUDP(t, proxy, 2)
+		})
+	}
+}
+
+// establishedTo counts the established TCP connections on this machine to
+// 127.0.0.1:port (the client ends: their remote port is port).
+func establishedTo(t *testing.T, port int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := fmt.Sprintf("0100007F:%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[2] == remote && f[3] == "01" {
+			n++
+		}
+	}
+	return n
 }
 
 // echoOnce sends 256 KiB of flow i's own bytes through the proxy to echo
