@@ -80,6 +80,11 @@ use = ["sub"]
 		vm.TLS == nil || !vm.TLS.Insecure || vm.TLS.ServerName != "cdn.example.com" || vm.TLS.Fingerprint != "chrome" {
 		t.Errorf("JP vmess ws: %+v tls %+v", vm, vm.TLS)
 	}
+	xh, _ := outboundByTag(s, "xhttp node")
+	if xh.Transport.Type != "xhttp" || !xh.Transport.NoGRPCHeader || xh.Transport.XPaddingMin != 200 || xh.Transport.XPaddingMax != 800 ||
+		!spec.Equal(xh.Transport.XMux, &spec.XMux{MaxConcurrency: [2]int64{8, 16}, HMaxReusableSecs: [2]int64{1800, 3000}}) {
+		t.Errorf("xhttp node: %+v xmux %+v", xh.Transport, xh.Transport.XMux)
+	}
 	if hy, _ := outboundByTag(s, "hy2"); hy.UpMbps != 30 || hy.DownMbps != 200 || hy.Obfs == nil || hy.Obfs.Password != "opass" {
 		t.Errorf("hy2: %+v", hy)
 	}
@@ -93,7 +98,7 @@ use = ["sub"]
 		}
 		skipped = append(skipped, w.Msg)
 	}
-	for _, name := range []string{"SS obfs", "vmess legacy", "h2 node", "hy2 hop", "tuic"} {
+	for _, name := range []string{"SS obfs", "vmess legacy", "h2 node", "xhttp split", "hy2 hop", "tuic"} {
 		if !slices.ContainsFunc(skipped, func(m string) bool { return strings.Contains(m, `node "`+name+`" skipped: `) }) {
 			t.Errorf("no warning for %q in %q", name, skipped)
 		}

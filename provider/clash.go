@@ -207,6 +207,24 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 			}
 			tr["headers"] = headers
 		}
+		if p := text(opts, "x-padding-bytes"); p != "" {
+			tr["x_padding_bytes"] = p
+		}
+		if truthyAny(opts["no-grpc-header"]) {
+			tr["no_grpc_header"] = true
+		}
+		if r := mapOf(opts["reuse-settings"]); len(r) > 0 {
+			xmux := map[string]any{}
+			for _, k := range []string{"max-connections", "max-concurrency", "c-max-reuse-times", "h-max-request-times", "h-max-reusable-secs"} {
+				if v := text(r, k); v != "" {
+					xmux[strings.ReplaceAll(k, "-", "_")] = v
+				}
+			}
+			tr["xmux"] = xmux
+		}
+		if opts["download-settings"] != nil {
+			return errors.New("xhttp-opts.download-settings (the download over another address) is not supported")
+		}
 	default:
 		return fmt.Errorf("network %q is not supported (switchyard has tcp, ws, grpc, httpupgrade and xhttp)", network)
 	}

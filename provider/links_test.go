@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,14 @@ func TestLinkEdgeCases(t *testing.T) {
 		{link: "vmess://not base64!", err: "not base64"},
 		{link: "vless://u@h:443?encryption=aes#x", err: `vless encryption "aes"`},
 		{link: "vless://u@h:443?type=httpupgrade&path=%2Fup&host=cdn#x", name: "x", key: "transport", value: "map[host:cdn path:/up type:httpupgrade]"},
+		{link: "vless://u@h:443?type=xhttp&path=%2Fxh&mode=stream-up&extra=" + url.QueryEscape(`{"xPaddingBytes":"200-900","noGRPCHeader":true,"noSSEHeader":true,"headers":{"X-A":"1"},"xmux":{"maxConcurrency":"4-8","hMaxReusableSecs":{"from":60,"to":120},"hKeepAlivePeriod":10}}`) + "#x",
+			name: "x", key: "transport", value: "map[headers:map[X-A:1] mode:stream-up no_grpc_header:true path:/xh type:xhttp x_padding_bytes:200-900 xmux:map[h_keep_alive_period:10 h_max_reusable_secs:60-120 max_concurrency:4-8]]"},
+		{link: "vless://u@h:443?type=xhttp&mode=packet-up&extra=" + url.QueryEscape(`{"scMaxEachPostBytes":500000,"scMinPostsIntervalMs":"10"}`) + "#x",
+			name: "x", key: "transport", value: "map[mode:packet-up sc_max_each_post_bytes:500000 sc_min_posts_interval_ms:10 type:xhttp]"},
+		{link: "vless://u@h:443?type=xhttp&extra=" + url.QueryEscape(`{"downloadSettings":{"address":"d"}}`), err: "downloadSettings (the download over another address) is not supported"},
+		{link: "vless://u@h:443?type=xhttp&extra=" + url.QueryEscape(`{"xPaddingObfsMode":true}`), err: "xhttp extra xPaddingObfsMode is not supported"},
+		{link: "vless://u@h:443?type=xhttp&extra=" + url.QueryEscape(`{"scMinPostsIntervalMs":"10-50"}`), err: "takes one value, not a range"},
+		{link: "vless://u@h:443?type=xhttp&extra=%7Bnope", err: "xhttp extra is not a JSON object"},
 		{link: "trojan://a:b@h:443#x", name: "x", key: "password", value: "a:b"},
 		{link: "trojan://p@h:443?security=none#x", name: "x", key: "tls", value: ""},
 		{link: "hy2://p@h:443,5000-6000/#x", err: "port hopping"},

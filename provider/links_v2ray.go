@@ -242,6 +242,11 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 				tr[k] = v
 			}
 		}
+		if e := q.Get("extra"); e != "" {
+			if err := xhttpExtra(tr, e); err != nil {
+				return err
+			}
+		}
 	default:
 		return fmt.Errorf("transport %q is not supported (switchyard has tcp, ws, grpc, httpupgrade and xhttp)", net)
 	}
@@ -301,4 +306,124 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// xhttpExtra reads an xhttp link's extra (Xray's xhttpSettings beyond
+// path, host and mode, as JSON) into tr. The keys only a server reads are
+// left out; a key that changes what the client sends and that switchyard
+// does not have refuses the link.
+func xhttpExtra(tr map[string]any, extra string) error {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(extra), &m); err != nil {
+		return fmt.Errorf("xhttp extra is not a JSON object: %v", err)
+	}
+	for k, v := range m {
+		switch k {
+		case "noSSEHeader", "scMaxBufferedPosts", "scStreamUpServerSecs", "serverMaxHeaderBytes":
+			// the server's
+		case "headers":
+			h, ok := v.(map[string]any)
+			if !ok {
+				return errors.New("xhttp extra headers is not an object")
+			}
+			headers := map[string]string{}
+			for name, value := range h {
+				headers[name] = fmt.Sprint(value)
+			}
+			if len(headers) > 0 {
+				tr["headers"] = headers
+			}
+		case "noGRPCHeader":
+			if b, _ := v.(bool); b {
+				tr["no_grpc_header"] = true
+			}
+		case "xPaddingBytes":
+			r, err := xrayRange(k, v)
+			if err != nil {
+				return err
+			}
+			tr["x_padding_bytes"] = r
+		case "scMaxEachPostBytes", "scMinPostsIntervalMs":
+			r, err := xrayRange(k, v)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(r, 10, 64)
+			if err != nil {
+				return fmt.Errorf("xhttp extra %s %q: switchyard takes one value, not a range", k, r)
+			}
+			key := "sc_max_each_post_bytes"
+			if k == "scMinPostsIntervalMs" {
+				key = "sc_min_posts_interval_ms"
+			}
+			tr[key] = n
+		case "xmux":
+			x, ok := v.(map[string]any)
+			if !ok {
+				return errors.New("xhttp extra xmux is not an object")
+			}
+			xmux := map[string]any{}
+			for name, value := range x {
+				key, ok := xmuxKeys[name]
+				if !ok {
+					return fmt.Errorf("xhttp extra xmux.%s is not supported", name)
+				}
+				if key == "h_keep_alive_period" {
+					n, ok := value.(float64)
+					if !ok || n != float64(int64(n)) {
+						return fmt.Errorf("xhttp extra xmux.%s is not a whole number of seconds", name)
+					}
+					xmux[key] = int64(n)
+					continue
+				}
+				r, err := xrayRange("xmux."+name, value)
+				if err != nil {
+					return err
+				}
+				xmux[key] = r
+			}
+			tr["xmux"] = xmux
+		case "downloadSettings":
+			return errors.New("xhttp extra downloadSettings (the download over another address) is not supported")
+		default:
+			return fmt.Errorf("xhttp extra %s is not supported", k)
+		}
+	}
+	return nil
+}
+
+// xmuxKeys maps Xray's xmux keys to the xmux table's.
+var xmuxKeys = map[string]string{
+	"maxConcurrency": "max_concurrency", "maxConnections": "max_connections", "cMaxReuseTimes": "c_max_reuse_times",
+	"hMaxRequestTimes": "h_max_request_times", "hMaxReusableSecs": "h_max_reusable_secs", "hKeepAlivePeriod": "h_keep_alive_period",
+}
+
+// xrayRange reads one of Xray's int32 ranges: a number, a string "N" or
+// "MIN-MAX", or an object {"from", "to"}; as "N" or "MIN-MAX".
+func xrayRange(key string, v any) (string, error) {
+	whole := func(f float64) (string, bool) {
+		return strconv.FormatInt(int64(f), 10), f == float64(int64(f))
+	}
+	switch v := v.(type) {
+	case float64:
+		if s, ok := whole(v); ok {
+			return s, nil
+		}
+	case string:
+		if v != "" {
+			return strings.ReplaceAll(v, " ", ""), nil
+		}
+	case map[string]any:
+		from, ok1 := v["from"].(float64)
+		to, ok2 := v["to"].(float64)
+		a, ok3 := whole(from)
+		b, ok4 := whole(to)
+		if ok1 && ok2 && ok3 && ok4 {
+			if a == b {
+				return a, nil
+			}
+			return a + "-" + b, nil
+		}
+	}
+	return "", fmt.Errorf("xhttp extra %s is not a count or a range", key)
 }
