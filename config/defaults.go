@@ -230,7 +230,7 @@ var (
 		"ws":          {"path", "host", "headers", "max_early_data", "early_data_header"},
 		"httpupgrade": {"path", "host"},
 		"grpc":        {"service_name", "authority", "mode"},
-		"xhttp":       {"path", "host", "headers", "mode", "x_padding_bytes", "sc_max_each_post_bytes", "sc_min_posts_interval_ms", "no_grpc_header", "xmux"},
+		"xhttp":       {"path", "host", "headers", "mode", "x_padding_bytes", "sc_max_each_post_bytes", "sc_min_posts_interval_ms", "no_grpc_header", "xmux", "download"},
 	}
 
 	// transportALPN is the one ALPN protocol a transport runs on under TLS:

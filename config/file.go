@@ -150,11 +150,23 @@ type fileTransport struct {
 	Mode        *string `toml:"mode"`
 
 	// xhttp (with path, host, headers and mode)
-	XPaddingBytes        *string   `toml:"x_padding_bytes"`
-	ScMaxEachPostBytes   *int64    `toml:"sc_max_each_post_bytes"`
-	ScMinPostsIntervalMs *int64    `toml:"sc_min_posts_interval_ms"`
-	NoGRPCHeader         *bool     `toml:"no_grpc_header"`
-	XMux                 *fileXMux `toml:"xmux"`
+	XPaddingBytes        *string            `toml:"x_padding_bytes"`
+	ScMaxEachPostBytes   *int64             `toml:"sc_max_each_post_bytes"`
+	ScMinPostsIntervalMs *int64             `toml:"sc_min_posts_interval_ms"`
+	NoGRPCHeader         *bool              `toml:"no_grpc_header"`
+	XMux                 *fileXMux          `toml:"xmux"`
+	Download             *fileXHTTPDownload `toml:"download"`
+}
+
+// fileXHTTPDownload is an xhttp transport's download table.
+type fileXHTTPDownload struct {
+	Server        *string           `toml:"server"`
+	TLS           *fileTLS          `toml:"tls"`
+	Path          *string           `toml:"path"`
+	Host          *string           `toml:"host"`
+	Headers       map[string]string `toml:"headers"`
+	XPaddingBytes *string           `toml:"x_padding_bytes"`
+	XMux          *fileXMux         `toml:"xmux"`
 }
 
 // fileXMux is an xhttp transport's xmux table: each bound an integer or a

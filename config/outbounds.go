@@ -154,6 +154,9 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 		l.errorf(key+".tls.reality", "REALITY is offered for vless outbounds only")
 	}
 	o.Transport = l.transport(key+".transport", f.Transport, o.TLS, host)
+	if o.Transport.Type == "xhttp" && f.Transport.Download != nil {
+		o.Transport.Download = l.xhttpDownload(key+".transport.download", f.Transport.Download, f.Transport, o)
+	}
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
 	if o.TLS != nil && o.TLS.Reality != nil && (o.Transport.Type == "ws" || o.Transport.Type == "httpupgrade") {
 		l.errorf(key+".tls.reality", "REALITY runs under the tcp and grpc transports (as Xray's servers offer it), not %s", o.Transport.Type)

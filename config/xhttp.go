@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"switchyard/internal/clip"
+	"switchyard/netx"
 	"switchyard/spec"
 )
 
@@ -79,11 +80,20 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 		t.NoGRPCHeader = *f.NoGRPCHeader
 	}
 	t.XMux = l.xmux(key+".xmux", f.XMux)
+	l.xhttpVersion(key, f.XMux != nil, tlsTable, t.Mode, key+".mode", strings.TrimSuffix(key, ".transport")+".tls.alpn")
+}
+
+// xhttpVersion checks the HTTP version an xhttp transport (key) runs on
+// under tlsTable, and fills in the table's ALPN when it is not written: h2,
+// or with alpn ["http/1.1"] HTTP/1.1, which only packet-up runs on, as it
+// does without TLS. xmux, when written, needs HTTP/2. A mode that needs
+// HTTP/2 over alpn ["http/1.1"] is reported at modeKey.
+func (l *lowerer) xhttpVersion(key string, xmux bool, tlsTable *spec.TLS, mode, modeKey, alpnKey string) {
+	packetUp := mode == "packet-up" || mode == "auto"
 	h1 := packetUp && (tlsTable == nil || slices.Equal(tlsTable.ALPN, []string{"http/1.1"}))
-	if f.XMux != nil && h1 {
+	if xmux && h1 {
 		l.errorf(key+".xmux", "xmux shares HTTP/2 connections between flows; this transport runs packet-up over HTTP/1.1, where every flow opens its own")
 	}
-
 	if tlsTable == nil {
 		return
 	}
@@ -93,10 +103,72 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 	case slices.Equal(tlsTable.ALPN, []string{"h2"}):
 	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}) && packetUp:
 	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}):
-		l.errorf(key+".mode", `mode %q needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`, t.Mode)
+		l.errorf(modeKey, `mode %q needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`, mode)
 	default:
-		l.errorf(strings.TrimSuffix(key, ".transport")+".tls.alpn", `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1 (alpn ["http/1.1"])`)
+		l.errorf(alpnKey, `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1 (alpn ["http/1.1"])`)
 	}
+}
+
+// xhttpDownload lowers an xhttp transport's download table (key) of the
+// outbound o, whose transport is lowered: what the table leaves out is
+// o's server, o's tls table, and the transport's path, host, headers,
+// padding and xmux. The host defaults to the transport's when it was
+// written, else to the download's TLS server name or server host.
+func (l *lowerer) xhttpDownload(key string, f *fileXHTTPDownload, ft *fileTransport, o *spec.Outbound) *spec.XHTTPDownload {
+	t := o.Transport
+	if t.Mode == "stream-one" {
+		l.errorf(key, `mode "stream-one" carries the download in its one POST's answer: a download table needs stream-up, packet-up or auto`)
+		return nil
+	}
+	d := &spec.XHTTPDownload{Server: o.Server, Path: t.Path, Headers: t.Headers,
+		XPaddingMin: t.XPaddingMin, XPaddingMax: t.XPaddingMax, XMux: t.XMux}
+	host := ""
+	if a, err := netx.ParseAddr(o.Server); err == nil {
+		host = a.Host()
+	}
+	if f.Server != nil {
+		if text, ok := l.required(key+".server", f.Server); ok {
+			if a, ok := l.serverAddr(key+".server", text); ok {
+				d.Server, host = a.String(), a.Host()
+			}
+		}
+	}
+	switch {
+	case f.TLS != nil:
+		d.TLS = l.tls(key+".tls", f.TLS, host, false)
+		if d.TLS.Reality != nil && o.Type != "vless" {
+			l.errorf(key+".tls.reality", "REALITY is offered for vless outbounds only")
+		}
+	case o.TLS != nil:
+		inherited := *o.TLS
+		d.TLS = &inherited
+	}
+	if f.Path != nil {
+		d.Path = l.xhttpPath(key+".path", f.Path)
+	}
+	hostDefault := host
+	if d.TLS != nil {
+		hostDefault = d.TLS.ServerName
+	}
+	switch {
+	case f.Host != nil:
+		d.Host = l.httpHost(key+".host", f.Host, hostDefault)
+	case ft.Host != nil:
+		d.Host = t.Host
+	default:
+		d.Host = hostDefault
+	}
+	if f.Headers != nil {
+		d.Headers = l.headers(key+".headers", f.Headers, xhttpRequestHeaders, "the xhttp transport itself")
+	}
+	if f.XPaddingBytes != nil {
+		d.XPaddingMin, d.XPaddingMax = l.xPadding(key+".x_padding_bytes", f.XPaddingBytes)
+	}
+	if f.XMux != nil {
+		d.XMux = l.xmux(key+".xmux", f.XMux)
+	}
+	l.xhttpVersion(key, f.XMux != nil, d.TLS, t.Mode, key+".tls.alpn", key+".tls.alpn")
+	return d
 }
 
 // xhttpPath lowers the request path of an xhttp transport: it starts with

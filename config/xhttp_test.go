@@ -182,3 +182,72 @@ tls = {}
 		{19, "outbounds[2].transport.xmux.max_connections", "max_connections and max_concurrency exclude each other"},
 	})
 }
+
+func TestXHTTPDownloadLowering(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "inherit"
+type = "vless"
+server = "up.example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", path = "/xh", mode = "stream-up", x_padding_bytes = "50", download = { server = "203.0.113.7:8443" } }
+tls = { server_name = "cdn.example.com" }
+[[outbounds]]
+tag = "own"
+type = "vless"
+server = "up.example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", host = "up.example.com", download = { server = "down.example.com:443", tls = { fingerprint = "chrome" }, path = "/dl", host = "down.example.com", headers = { X-A = "1" }, x_padding_bytes = "10-20", xmux = { max_concurrency = 4 } } }
+tls = {}
+[[outbounds]]
+tag = "plain"
+type = "vless"
+server = "192.0.2.1:80"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", download = { server = "192.0.2.2:80" } }
+`)
+	want := []*spec.XHTTPDownload{
+		{Server: "203.0.113.7:8443", TLS: &spec.TLS{ServerName: "cdn.example.com", ALPN: []string{"h2"}}, Path: "/xh", Host: "cdn.example.com", XPaddingMin: 50, XPaddingMax: 50},
+		{Server: "down.example.com:443", TLS: &spec.TLS{ServerName: "down.example.com", ALPN: []string{"h2"}, Fingerprint: "chrome"}, Path: "/dl",
+			Host: "down.example.com", Headers: map[string]string{"X-A": "1"}, XPaddingMin: 10, XPaddingMax: 20, XMux: &spec.XMux{MaxConcurrency: [2]int64{4, 4}}},
+		{Server: "192.0.2.2:80", Path: "/", Host: "192.0.2.2", XPaddingMin: 100, XPaddingMax: 1000},
+	}
+	for i, w := range want {
+		if got := s.Outbounds[i].Transport.Download; !spec.Equal(got, w) {
+			t.Errorf("outbound %s:\n got  %+v %+v\n want %+v %+v", s.Outbounds[i].Tag, got, got.TLS, w, w.TLS)
+		}
+	}
+}
+
+func TestXHTTPDownloadErrors(t *testing.T) {
+	wantProblems(t, `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "stream-one", download = { server = "d.example.com:443" } }
+tls = {}
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "stream-up", download = { server = "d.example.com", path = "dl", tls = { alpn = ["http/1.1"] }, mode = "packet-up" } }
+tls = {}
+[[outbounds]]
+tag = "c"
+type = "trojan"
+server = "example.com:443"
+password = "p"
+transport = { type = "xhttp", download = { tls = { reality = { public_key = "k" } }, xmux = { max_concurrency = 2 } } }
+tls = {}
+`, []want{
+		{6, "outbounds[0].transport.download", `mode "stream-one" carries the download in its one POST's answer`},
+		{13, "outbounds[1].transport.download.mode", `unknown key "mode"`},
+		{13, "outbounds[1].transport.download.server", "missing port in address"},
+		{13, "outbounds[1].transport.download.path", `"dl" must start with "/"`},
+		{13, "outbounds[1].transport.download.tls.alpn", `mode "stream-up" needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`},
+		{20, "outbounds[2].transport.download.tls.reality.public_key", "not an X25519 public key"},
+		{20, "outbounds[2].transport.download.tls.reality", "REALITY is offered for vless outbounds only"},
+	})
+}

@@ -214,6 +214,23 @@ type Transport struct {
 	// client default (one flow at a time on a connection, 600..900
 	// requests, 1800..3000 s).
 	XMux *XMux
+	// xhttp: Download, when set, carries the download (the GET) over a
+	// path of its own; the upload goes to Server as without it.
+	Download *XHTTPDownload
+}
+
+// XHTTPDownload is the path of an xhttp flow's download when it is not
+// the upload's (Xray's downloadSettings): its own server, TLS layer and
+// request shape, for the same session. The loader fills in what the table
+// leaves out from the outbound: its server, its tls table, and its
+// transport's path, host, headers, padding and xmux.
+type XHTTPDownload struct {
+	Server                   string
+	TLS                      *TLS // nil: none
+	Path, Host               string
+	Headers                  map[string]string
+	XPaddingMin, XPaddingMax int
+	XMux                     *XMux
 }
 
 // XMux bounds how an xhttp client's flows share its HTTP/2 connections

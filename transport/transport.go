@@ -138,6 +138,18 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		}
 		d.xhttp = newXHTTPClient(d, cfg, opts.ConnectTimeout)
 		alpn = cfg.alpn()
+		if dl := t.Download; dl != nil {
+			// The download's own dialer: its server, TLS layer and
+			// requests, under the same socket policy and resolver.
+			sub := spec.Outbound{Server: dl.Server, AddressFamily: o.AddressFamily, TLS: dl.TLS, Transport: spec.Transport{
+				Type: "xhttp", Mode: cfg.mode, Path: dl.Path, Host: dl.Host, Headers: dl.Headers,
+				XPaddingMin: dl.XPaddingMin, XPaddingMax: dl.XPaddingMax, XMux: dl.XMux}}
+			dd, err := New(sub, opts)
+			if err != nil {
+				return nil, fmt.Errorf("xhttp download: %w", err)
+			}
+			d.xhttp.down = dd.xhttp
+		}
 	default:
 		return nil, fmt.Errorf("unknown transport type %q", t.Type)
 	}

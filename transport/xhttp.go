@@ -82,10 +82,17 @@ func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn [
 	switch x.mode {
 	case "", "auto":
 		x.mode = "packet-up"
-		if reality {
+		switch {
+		case reality && t.Download != nil:
+			x.mode = "stream-up"
+		case reality:
 			x.mode = "stream-one"
 		}
-	case "stream-one", "stream-up", "packet-up":
+	case "stream-one":
+		if t.Download != nil {
+			return nil, errors.New("xhttp mode stream-one carries the download in its POST's answer: it takes no download settings")
+		}
+	case "stream-up", "packet-up":
 	default:
 		return nil, fmt.Errorf("unknown xhttp mode %q (expected auto, stream-one, stream-up or packet-up)", t.Mode)
 	}
@@ -218,6 +225,10 @@ type xhttpClient struct {
 	concurrency, connections int64
 	// The per-connection bounds, drawn for each connection.
 	reuseTimes, requestTimes, reusableSecs [2]int64
+
+	// down, when set, carries the flows' downloads (the download
+	// settings): this client sends only their uploads.
+	down *xhttpClient
 
 	mu      sync.Mutex
 	conns   []*xhH2            // HTTP/2 connections new flows may take, oldest first
@@ -547,17 +558,77 @@ func (x *xhttpClient) release(c *xhH2, keep bool) {
 
 // dial opens a flow: the session's requests, returning once the download's
 // response headers arrived (a server that does not answer fails the dial
-// under its deadline). Over HTTP/2 a flow's dial takes a kept connection
-// when one can take it: no physical connect, but the flow's requests are
-// its handshake, so it takes the dial's admission permit.
+// under its deadline). With download settings the download's connection
+// comes first (its answer proves that path), then the upload's.
 func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
+	if x.down == nil {
+		return x.withHold(ctx, func(h xhHold) (*xhConn, error) { return openXHConn(ctx, h, h) })
+	}
+	return x.down.withHold(ctx, func(dl xhHold) (*xhConn, error) {
+		ul, err := x.uploadHold(ctx)
+		if err != nil {
+			dl.release(true)
+			return nil, err
+		}
+		return openXHConn(ctx, ul, dl)
+	})
+}
+
+// xhHold is a flow's hold on one HTTP connection of a client.
+type xhHold struct {
+	x   *xhttpClient
+	cc  *http.ClientConn // nil: none (an HTTP/1.1 upload opens its own)
+	raw net.Conn
+	// requests counts the requests on cc (HTTP/2: its reuse bound);
+	// answered says the server answered a flow on cc. Both nil over
+	// HTTP/1.1.
+	requests *atomic.Int64
+	answered *atomic.Bool
+	// release gives the hold back, once; answered false when the flow
+	// could not open on cc or its download was refused or unanswered,
+	// so that cc takes no new flow.
+	release func(answered bool)
+	// adopt, when a speculative dial brought cc up, lists it for the
+	// flows after this one (Commit); nil otherwise.
+	adopt func()
+}
+
+// count counts one request on h's connection.
+func (h *xhHold) count() {
+	if h.requests != nil {
+		h.requests.Add(1)
+	}
+}
+
+// hold is a flow's hold on c, which counts the flow already; unlisted:
+// a speculative dial brought c up, and lists it once committed.
+func (x *xhttpClient) hold(c *xhH2, unlisted bool) xhHold {
+	h := xhHold{x: x, cc: c.cc, raw: c.raw, requests: &c.requests, answered: &c.answered,
+		release: func(answered bool) { x.release(c, answered) }}
+	if unlisted {
+		h.adopt = func() {
+			x.mu.Lock()
+			x.listLocked(c)
+			x.mu.Unlock()
+		}
+	}
+	return h
+}
+
+// withHold opens a flow with open on a connection of x's. Over HTTP/1.1
+// that is a fresh connection, closed with the flow. Over HTTP/2 it is a
+// kept connection when one can take the flow: no physical connect, but the
+// flow's requests are its handshake, so it takes the dial's admission
+// permit; a flow that cannot open on it (the server may have let it go)
+// tries the next, or a fresh connection.
+func (x *xhttpClient) withHold(ctx context.Context, open func(xhHold) (*xhConn, error)) (net.Conn, error) {
 	if x.cfg.h1 {
 		cc, raw, err := x.newConn(ctx)
 		if err != nil {
 			return nil, err
 		}
 		netx.Mark(ctx, netx.PhaseTransport)
-		return openXHConn(ctx, x, cc, raw, nil, nil, func(bool) { cc.Close() })
+		return asConn(open(xhHold{x: x, cc: cc, raw: raw, release: func(bool) { cc.Close() }}))
 	}
 	x.mu.Lock()
 	closed := x.closed
@@ -578,12 +649,11 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 			return nil, err
 		}
 		netx.MarkPooled(ctx)
-		conn, err := x.open(ctx, c, false)
+		netx.Mark(ctx, netx.PhaseTransport)
+		conn, err := open(x.hold(c, false))
 		if err == nil || ctx.Err() != nil {
-			return conn, err
+			return asConn(conn, err)
 		}
-		// The server may have let the connection go meanwhile: the next
-		// one, or a new one.
 	}
 	// A speculative dial keeps the connection it brings up to itself
 	// until its link is committed.
@@ -592,29 +662,36 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.open(ctx, c, speculative)
+	netx.Mark(ctx, netx.PhaseTransport)
+	return asConn(open(x.hold(c, speculative)))
 }
 
-// open starts a flow on c, which counts it already. The flow releases c
-// when it ends; unlisted (a speculative dial brought c up) it lists c once
-// committed, and closes it otherwise.
-func (x *xhttpClient) open(ctx context.Context, c *xhH2, unlisted bool) (net.Conn, error) {
-	netx.Mark(ctx, netx.PhaseTransport)
-	var opened atomic.Bool
-	release := func(answered bool) { x.release(c, answered && opened.Load()) }
-	conn, err := openXHConn(ctx, x, c.cc, c.raw, &c.requests, &c.answered, release)
+// uploadHold is the hold of a flow's uploads when its download has its own
+// client: a kept HTTP/2 connection that can take the flow, or a fresh one;
+// over HTTP/1.1 none, since the POSTs open their own connection.
+func (x *xhttpClient) uploadHold(ctx context.Context) (xhHold, error) {
+	if x.cfg.h1 {
+		return xhHold{x: x, release: func(bool) {}}, nil
+	}
+	if netx.Establishing(ctx) {
+		if c := x.take(); c != nil {
+			return x.hold(c, false), nil
+		}
+	}
+	speculative := netx.Speculative(ctx)
+	c, err := x.connectH2(ctx, 1, !speculative)
+	if err != nil {
+		return xhHold{}, err
+	}
+	return x.hold(c, speculative), nil
+}
+
+// asConn is a flow's conn, or its error with a nil net.Conn.
+func asConn(c *xhConn, err error) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	opened.Store(true)
-	if unlisted {
-		conn.adopt = func() {
-			x.mu.Lock()
-			x.listLocked(c)
-			x.mu.Unlock()
-		}
-	}
-	return conn, nil
+	return c, nil
 }
 
 // idleCount is how many HTTP/2 connections wait for a flow.
@@ -623,6 +700,23 @@ func (x *xhttpClient) idleCount() int { return int(x.idleN.Load()) }
 // warm opens one HTTP/2 connection for the next flow when no kept one can
 // take it, and max_connections (when set) is not reached.
 func (x *xhttpClient) warm(ctx context.Context) (bool, error) {
+	if x.down != nil {
+		// The download's connection first: a flow waits on it.
+		warmed, err := x.down.warm(ctx)
+		if err != nil && !errors.Is(err, ErrNothingToWarm) {
+			return warmed, err
+		}
+		up, err := x.warmOwn(ctx)
+		if errors.Is(err, ErrNothingToWarm) {
+			err = nil
+		}
+		return warmed || up, err
+	}
+	return x.warmOwn(ctx)
+}
+
+// warmOwn is warm for x's own connections.
+func (x *xhttpClient) warmOwn(ctx context.Context) (bool, error) {
 	if x.cfg.h1 {
 		return false, ErrNothingToWarm
 	}
@@ -644,6 +738,9 @@ func (x *xhttpClient) warm(ctx context.Context) (bool, error) {
 
 // close ends every connection with its flows and refuses later dials.
 func (x *xhttpClient) close() {
+	if x.down != nil {
+		x.down.close()
+	}
 	x.mu.Lock()
 	x.closed = true
 	conns := make([]*xhH2, 0, len(x.live))
@@ -659,6 +756,9 @@ func (x *xhttpClient) close() {
 // purge lets the kept connections go: the idle ones close, the others when
 // their flows end; the next flow connects afresh.
 func (x *xhttpClient) purge() {
+	if x.down != nil {
+		x.down.purge()
+	}
 	var idle []*xhH2
 	x.mu.Lock()
 	for _, c := range slices.Clone(x.conns) {

@@ -438,3 +438,68 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// With download settings a flow's GET goes to the download's server and
+// its uploads to the outbound's, for one session; the next flow takes both
+// connections again.
+func TestXHTTPDownloadSettings(t *testing.T) {
+	p := newPKI(t)
+	for _, tc := range []struct {
+		name, mode string
+		tls        bool
+	}{
+		{"stream-up", "stream-up", false},
+		{"packet-up/http1.1", "packet-up", false},
+		{"stream-up+tls", "stream-up", true},
+		{"packet-up+tls", "packet-up", true},
+		{"auto+tls", "auto", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg *tls.Config
+			var tt *spec.TLS
+			if tc.tls {
+				cfg = p.serverConfig(tls.VersionTLS13, tls.VersionTLS13)
+				tt = &spec.TLS{ServerName: serverName, CAFile: p.caFile}
+			}
+			s := newXHServer(t, cfg)
+			dl := s.alsoOn(t)
+			o := xhOutbound(s.addr, spec.Transport{Mode: tc.mode, MinPostsInterval: time.Millisecond,
+				Download: &spec.XHTTPDownload{Server: dl.String(), TLS: tt, Path: "/xh", Host: serverName}}, tt)
+			d := newDialer(t, o)
+			for range 2 {
+				c := xhFlow(t, d)
+				xhEcho(t, c, 100_000, 8192)
+				c.Close()
+			}
+			up, down := s.requestsAt(s.addr.Port()), s.requestsAt(dl.Port())
+			if up["GET"] != 0 || up["POST"] == 0 || down["GET"] != 2 || down["POST"] != 0 {
+				t.Errorf("requests at the upload's server %v, at the download's %v; want the POSTs at the first, the 2 GETs at the second", up, down)
+			}
+			if n, want := s.accepts.Load(), int32(2); !strings.HasPrefix(tc.name, "packet-up/http1.1") && n != want {
+				t.Errorf("%d connections for 2 flows, want %d: one to each server, kept", n, want)
+			}
+		})
+	}
+}
+
+// A download server that refuses the flow fails its dial; the upload's
+// connection is kept for the next flow, the download's is not.
+func TestXHTTPDownloadSettingsRefused(t *testing.T) {
+	s := newXHServer(t, nil)
+	dl := s.alsoOn(t)
+	s.answer = func(r *http.Request) int { return http.StatusForbidden }
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up",
+		Download: &spec.XHTTPDownload{Server: dl.String(), Path: "/xh", Host: "127.0.0.1"}}, nil))
+	e, ctx, cancel := netx.Begin(context.Background(), nil, 5*time.Second)
+	defer cancel()
+	defer e.End()
+	c, err := d.Dial(ctx)
+	if err == nil {
+		c.Close()
+		t.Fatal("a refused download opened a flow")
+	}
+	if !strings.Contains(err.Error(), "GET /xh/") || !strings.Contains(err.Error(), dl.String()) || !strings.Contains(err.Error(), "403") {
+		t.Errorf("error %q does not name the download's request, server and answer", err)
+	}
+	waitFor(t, func() bool { return d.xhttp.idleCount() == 1 && d.xhttp.down.idleCount() == 0 })
+}

@@ -34,7 +34,10 @@ type xhServer struct {
 	// replaces 200 when not 0.
 	answer func(r *http.Request) int
 
+	srv      *http.Server
+	tlsCfg   *tls.Config
 	mu       sync.Mutex
+	at       []string // every request, as "METHOD port"
 	bad      []string // what the server refused, and why
 	paddings []int
 	streamed []string // the Content-Type of every streamed POST (stream-one, stream-up)
@@ -95,20 +98,54 @@ func newXHServer(t *testing.T, cfg *tls.Config) *xhServer {
 			}
 		},
 	}
-	var l net.Listener = ln
 	if cfg != nil {
 		cfg.NextProtos = []string{"h2", "http/1.1"}
-		l = tls.NewListener(ln, cfg)
+	}
+	s.srv, s.tlsCfg = srv, cfg
+	t.Cleanup(func() { handlers.Wait() })
+	s.addr = s.serveOn(t, ln)
+	return s
+}
+
+// serveOn serves s on ln (under its TLS, when it has one) until the test
+// ends.
+func (s *xhServer) serveOn(t *testing.T, ln net.Listener) netip.AddrPort {
+	var l net.Listener = ln
+	if s.tlsCfg != nil {
+		l = tls.NewListener(ln, s.tlsCfg)
 	}
 	served := make(chan struct{})
-	go func() { srv.Serve(l); close(served) }()
+	go func() { s.srv.Serve(l); close(served) }()
 	t.Cleanup(func() {
-		srv.Close()
+		s.srv.Close()
 		<-served
-		handlers.Wait()
 	})
-	s.addr = ln.Addr().(*net.TCPAddr).AddrPort()
-	return s
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// alsoOn serves s on a second port too, which it returns: the same
+// sessions, as one Xray inbound reached by two paths.
+func (s *xhServer) alsoOn(t *testing.T) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.serveOn(t, ln)
+}
+
+// requestsAt lists the requests that came to port, by method.
+func (s *xhServer) requestsAt(port uint16) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]int{}
+	for _, a := range s.at {
+		method, p, _ := strings.Cut(a, " ")
+		if p == strconv.Itoa(int(port)) {
+			m[method]++
+		}
+	}
+	return m
 }
 
 func (s *xhServer) refuse(w http.ResponseWriter, why string) {
@@ -130,6 +167,11 @@ func (s *xhServer) session(id string) *xhSession {
 }
 
 func (s *xhServer) serve(w http.ResponseWriter, r *http.Request) {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		s.mu.Lock()
+		s.at = append(s.at, r.Method+" "+strconv.Itoa(a.Port))
+		s.mu.Unlock()
+	}
 	ref, err := url.Parse(r.Header.Get("Referer"))
 	if err != nil {
 		s.refuse(w, "a bad Referer")

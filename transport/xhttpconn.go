@@ -37,65 +37,66 @@ var errXHClosed = errors.New("xhttp: the flow is closed")
 // on goroutines of the flow's own. Close ends every request of the flow and
 // waits for its goroutines.
 type xhConn struct {
-	x   *xhttpClient
-	cc  *http.ClientConn
-	raw net.Conn // the connection under cc, for its addresses
-	// requests counts the requests on cc (HTTP/2: its reuse bound); nil
-	// over HTTP/1.1.
+	// x, cc and requests are the upload's client, connection and count
+	// (as dl's without download settings); cc is nil when the uploads
+	// open connections of their own (HTTP/1.1).
+	x        *xhttpClient
+	cc       *http.ClientConn
 	requests *atomic.Int64
-	session  string
-	ctx      context.Context // the flow's requests run under it
-	cancel   context.CancelFunc
-	down     *xhPipe
-	up       *xhPipe
-	wg       sync.WaitGroup
+	// ul and dl are the flow's holds: the upload's and the download's,
+	// the same one without download settings.
+	ul, dl  xhHold
+	split   bool // dl is another client's
+	session string
+	ctx     context.Context // the flow's requests run under it
+	cancel  context.CancelFunc
+	down    *xhPipe
+	up      *xhPipe
+	wg      sync.WaitGroup
 
-	// release gives back the flow's hold on its connection, once;
-	// answered false when the server refused the flow's download or
-	// left it unanswered (after an early dial), so that the connection
-	// takes no more flows.
-	release   func(answered bool)
+	// refused: the flow could not open, or the server refused its
+	// download or left it unanswered (after an early dial), so that the
+	// download's connection takes no more flows.
 	refused   atomic.Bool
 	closeOnce sync.Once
-	// adopt, on a flow of a speculative dial, lets its connection serve
-	// the flows after it (Commit); nil otherwise.
-	adopt func()
 	// upload (packet-up over HTTP/1.1): the flow's upload connection,
 	// the uploader goroutine's alone.
 	upload *http.ClientConn
 }
 
-// openXHConn sends the flow's first requests on cc. It returns once the
-// download's response headers arrived, under ctx; or, when answered says
-// the server answered a flow on cc before (HTTP/2), once the download's
-// request is written, as Xray's client does: the upload goes out without
-// waiting a round trip, and the download waits for its answer until ctx's
-// deadline. answered is nil over HTTP/1.1.
-func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw net.Conn, requests *atomic.Int64, answered *atomic.Bool, release func(answered bool)) (*xhConn, error) {
+// openXHConn sends the flow's first requests: the download's on dl, the
+// upload's on ul (the same hold without download settings). It returns
+// once the download's response headers arrived, under ctx; or, when the
+// server answered a flow on dl's connection before (HTTP/2), once the
+// download's request is written, as Xray's client does: the upload goes
+// out without waiting a round trip, and the download waits for its answer
+// until ctx's deadline.
+func openXHConn(ctx context.Context, ul, dl xhHold) (*xhConn, error) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	cfg := x.cfg
+	cfg := ul.x.cfg
 	upLimit := xhUpBuffer
 	if cfg.mode == "packet-up" {
 		upLimit = cfg.maxPost
 	}
-	c := &xhConn{x: x, cc: cc, raw: raw, requests: requests, ctx: fctx, cancel: cancel, release: release,
-		down: newXHPipe(xhDownBuffer), up: newXHPipe(upLimit)}
+	c := &xhConn{x: ul.x, cc: ul.cc, requests: ul.requests, ul: ul, dl: dl, split: ul.x != dl.x,
+		ctx: fctx, cancel: cancel, down: newXHPipe(xhDownBuffer), up: newXHPipe(upLimit)}
 	fail := func(err error) (*xhConn, error) {
+		c.refused.Store(true)
 		c.Close()
 		return nil, err
 	}
-	early := answered != nil && answered.Load()
+	early := dl.answered != nil && dl.answered.Load()
 	if cfg.mode == "stream-one" {
 		req := cfg.request(fctx, http.MethodPost, "")
 		cfg.grpcHeader(req)
 		req.Body = xhBodyReader{c.up}
-		if err := c.openDownload(ctx, req, answered, early); err != nil {
+		if err := c.openDownload(ctx, req, early); err != nil {
 			return fail(err)
 		}
 		return c, nil
 	}
 	c.session = newSessionID()
-	if err := c.openDownload(ctx, cfg.request(fctx, http.MethodGet, c.session), answered, early); err != nil {
+	if err := c.openDownload(ctx, dl.x.cfg.request(fctx, http.MethodGet, c.session), early); err != nil {
 		return fail(err)
 	}
 	if cfg.mode == "stream-up" {
@@ -117,9 +118,10 @@ func openXHConn(ctx context.Context, x *xhttpClient, cc *http.ClientConn, raw ne
 // fails the dial. Early, it returns once the request is written (or
 // failed): the answer is awaited by the pump, bounded by ctx's deadline,
 // and a refusal fails the flow's reads and writes. A 200 marks answered.
-func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *atomic.Bool, early bool) error {
+func (c *xhConn) openDownload(ctx context.Context, req *http.Request, early bool) error {
+	answered := c.dl.answered
 	if !early {
-		resp, err := c.roundTrip(ctx, c.cc, req)
+		resp, err := c.roundTrip(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -142,24 +144,25 @@ func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *
 			c.cancel()
 		})
 	}
-	c.count()
+	c.dl.count()
+	server := c.dl.x.d.server
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		resp, err := c.cc.RoundTrip(req)
+		resp, err := c.dl.cc.RoundTrip(req)
 		if late != nil && !late.Stop() && err == nil {
 			resp.Body.Close()
 			err = context.Canceled // the deadline went first
 		}
 		switch {
 		case silent.Load():
-			err = fmt.Errorf("xhttp: no answer from %s to %s %s within the establishment deadline", c.x.d.server, req.Method, req.URL.Path)
+			err = fmt.Errorf("xhttp: no answer from %s to %s %s within the establishment deadline", server, req.Method, req.URL.Path)
 		case err != nil:
-			err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+			err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, server, err)
 		default:
 			if err = checkXHResponse(resp); err != nil {
 				resp.Body.Close()
-				err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+				err = fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, server, err)
 			}
 		}
 		if err != nil {
@@ -178,7 +181,7 @@ func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *
 	select {
 	case <-wrote:
 	case <-ctx.Done():
-		return fmt.Errorf("xhttp: no answer from %s to %s %s: %w", c.x.d.server, req.Method, req.URL.Path, context.Cause(ctx))
+		return fmt.Errorf("xhttp: no answer from %s to %s %s: %w", server, req.Method, req.URL.Path, context.Cause(ctx))
 	}
 	select {
 	case err := <-failed:
@@ -190,15 +193,16 @@ func (c *xhConn) openDownload(ctx context.Context, req *http.Request, answered *
 
 // roundTrip sends req on cc and waits for its response headers under ctx;
 // anything but 200 fails.
-func (c *xhConn) roundTrip(ctx context.Context, cc *http.ClientConn, req *http.Request) (*http.Response, error) {
+func (c *xhConn) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
 	type result struct {
 		resp *http.Response
 		err  error
 	}
 	ch := make(chan result, 1)
-	c.count()
+	c.dl.count()
+	server := c.dl.x.d.server
 	go func() {
-		resp, err := cc.RoundTrip(req)
+		resp, err := c.dl.cc.RoundTrip(req)
 		ch <- result{resp, err}
 	}()
 	var r result
@@ -210,14 +214,14 @@ func (c *xhConn) roundTrip(ctx context.Context, cc *http.ClientConn, req *http.R
 		if r.resp != nil {
 			r.resp.Body.Close()
 		}
-		return nil, fmt.Errorf("xhttp: no answer from %s to %s %s: %w", c.x.d.server, req.Method, req.URL.Path, context.Cause(ctx))
+		return nil, fmt.Errorf("xhttp: no answer from %s to %s %s: %w", server, req.Method, req.URL.Path, context.Cause(ctx))
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, r.err)
+		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, server, r.err)
 	}
 	if err := checkXHResponse(r.resp); err != nil {
 		r.resp.Body.Close()
-		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, c.x.d.server, err)
+		return nil, fmt.Errorf("xhttp: %s %s at %s: %w", req.Method, req.URL.Path, server, err)
 	}
 	return r.resp, nil
 }
@@ -261,7 +265,7 @@ func (c *xhConn) copyDown(body io.ReadCloser) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				err = fmt.Errorf("xhttp: the download from %s broke: %w", c.x.d.server, err)
+				err = fmt.Errorf("xhttp: the download from %s broke: %w", c.dl.x.d.server, err)
 			}
 			c.down.closeWrite(err)
 			return
@@ -447,18 +451,18 @@ func (c *xhConn) postH1(sub string, b []byte) error {
 	}
 }
 
-// count counts one request on the flow's connection.
-func (c *xhConn) count() {
-	if c.requests != nil {
-		c.requests.Add(1)
-	}
-}
+// count counts one request on the flow's upload connection.
+func (c *xhConn) count() { c.ul.count() }
 
-// Commit (netx.Committer) lets the connection of a speculative dial's flow
-// serve the flows after it; uncommitted, it closes with the flow.
+// Commit (netx.Committer) lets the connections a speculative dial's flow
+// brought up serve the flows after it; uncommitted, they close with the
+// flow.
 func (c *xhConn) Commit(context.Context) {
-	if c.adopt != nil {
-		c.adopt()
+	if c.dl.adopt != nil {
+		c.dl.adopt()
+	}
+	if c.split && c.ul.adopt != nil {
+		c.ul.adopt()
 	}
 }
 
@@ -486,23 +490,26 @@ func (c *xhConn) Close() error {
 		c.down.closeRead(errXHClosed)
 		c.up.closeRead(errXHClosed)
 		c.wg.Wait()
-		c.release(!c.refused.Load())
+		c.dl.release(!c.refused.Load())
+		if c.split {
+			c.ul.release(true)
+		}
 	})
 	return nil
 }
 
 func (c *xhConn) LocalAddr() net.Addr {
-	if c.raw == nil {
+	if c.dl.raw == nil {
 		return &net.TCPAddr{}
 	}
-	return c.raw.LocalAddr()
+	return c.dl.raw.LocalAddr()
 }
 
 func (c *xhConn) RemoteAddr() net.Addr {
-	if c.raw == nil {
+	if c.dl.raw == nil {
 		return &net.TCPAddr{}
 	}
-	return c.raw.RemoteAddr()
+	return c.dl.raw.RemoteAddr()
 }
 
 func (c *xhConn) SetDeadline(t time.Time) error {

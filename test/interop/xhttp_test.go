@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +39,9 @@ type xhCase struct {
 	tls   bool
 	h1TLS bool   // over TLS with alpn ["http/1.1"]
 	xmux  string // the xmux table's keys, when set
+	// download, when not 0, is the port of the download's own path to
+	// the same server (the download settings' server).
+	download int
 }
 
 var xhCases = []xhCase{
@@ -85,6 +90,9 @@ func xhOutbound(protocol string, c xhCase, port int, cert string) string {
 	xmux := ""
 	if c.xmux != "" {
 		xmux = ", xmux = { " + c.xmux + " }"
+	}
+	if c.download != 0 {
+		xmux += fmt.Sprintf(`, download = { server = "127.0.0.1:%d" }`, c.download)
 	}
 	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q%s }\n", xhPath, c.mode, xmux)
 	if c.tls {
@@ -206,6 +214,95 @@ func TestXHTTPXMuxInterop(t *testing.T) {
 			checkUDP(t, proxy, 2)
 		})
 	}
+}
+
+// The download settings against Xray's server: the download takes its
+// own path to the server (here a TCP relay of the test's to the same
+// inbound), the upload the outbound's; the echo and UDP work, and the
+// relay carried every flow's download.
+func TestXHTTPDownloadSettingsInterop(t *testing.T) {
+	for _, c := range []xhCase{
+		{name: "stream-up", mode: "stream-up"},
+		{name: "packet-up/http1.1", mode: "packet-up"},
+		{name: "packet-up+tls", mode: "packet-up", tls: true},
+		{name: "stream-up+tls", mode: "stream-up", tls: true},
+	} {
+		t.Run("xray/"+c.name, func(t *testing.T) {
+			var cert, key string
+			if c.tls {
+				cert, key = tlsFiles(t)
+			}
+			port := freePort(t)
+			startPeer(t, "xray", xhXrayConfig("vless", port, cert, key), port)
+			relay, st := tcpRelay(t, port)
+			c.download = relay
+			proxy := startSwitchyard(t, xhOutbound("vless", c, port, cert), "proxy")
+			checkTCP(t, proxy)
+			checkUDP(t, proxy, 2)
+			// The 1 MiB echo came back over the relay; what went out
+			// over it is the GETs alone.
+			if up, down := st.up.Load(), st.down.Load(); down < 1<<20 || up > 256<<10 {
+				t.Errorf("the download's path carried %d bytes to the server and %d from it; want the echo's MiB from it, the upload elsewhere", up, down)
+			}
+		})
+	}
+}
+
+// relayStats counts the bytes a tcpRelay carried each way.
+type relayStats struct{ up, down atomic.Int64 }
+
+// tcpRelay relays the TCP connections it accepts to 127.0.0.1:to, counting
+// their bytes, until the test ends; it returns its port.
+func tcpRelay(t *testing.T, to int) (int, *relayStats) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := new(relayStats)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", to))
+			if err != nil {
+				a.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, a, b)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(countingWriter{b, &st.up}, a); b.(*net.TCPConn).CloseWrite() })
+			wg.Go(func() { io.Copy(countingWriter{a, &st.down}, b); a.(*net.TCPConn).CloseWrite() })
+		}
+	})
+	return ln.Addr().(*net.TCPAddr).Port, st
+}
+
+// countingWriter counts what it writes to w in n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // establishedTo counts the established TCP connections on this machine to
