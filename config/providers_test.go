@@ -60,7 +60,7 @@ use = ["sub"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "xhttp node", "hy2", "sock", "web", "wg"}
+	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "xhttp node", "xhttp split", "hy2", "sock", "web", "wg"}
 	if len(s.Providers) != 1 || s.Providers[0].Tag != "sub" || !slices.Equal(s.Providers[0].Nodes, nodes) {
 		t.Fatalf("providers %+v", s.Providers)
 	}
@@ -85,6 +85,11 @@ use = ["sub"]
 		!spec.Equal(xh.Transport.XMux, &spec.XMux{MaxConcurrency: [2]int64{8, 16}, HMaxReusableSecs: [2]int64{1800, 3000}}) {
 		t.Errorf("xhttp node: %+v xmux %+v", xh.Transport, xh.Transport.XMux)
 	}
+	split, _ := outboundByTag(s, "xhttp split")
+	if dl := split.Transport.Download; dl == nil || dl.Server != "d.example.com:8443" || dl.TLS == nil || dl.TLS.ServerName != "d.example.com" ||
+		dl.Path != "/dl" || dl.Host != "d.example.com" || !spec.Equal(dl.XMux, &spec.XMux{MaxConcurrency: [2]int64{4, 4}}) {
+		t.Errorf("xhttp split: download %+v", dl)
+	}
 	if hy, _ := outboundByTag(s, "hy2"); hy.UpMbps != 30 || hy.DownMbps != 200 || hy.Obfs == nil || hy.Obfs.Password != "opass" {
 		t.Errorf("hy2: %+v", hy)
 	}
@@ -98,7 +103,7 @@ use = ["sub"]
 		}
 		skipped = append(skipped, w.Msg)
 	}
-	for _, name := range []string{"SS obfs", "vmess legacy", "h2 node", "xhttp split", "hy2 hop", "tuic"} {
+	for _, name := range []string{"SS obfs", "vmess legacy", "h2 node", "xhttp split ech", "hy2 hop", "tuic"} {
 		if !slices.ContainsFunc(skipped, func(m string) bool { return strings.Contains(m, `node "`+name+`" skipped: `) }) {
 			t.Errorf("no warning for %q in %q", name, skipped)
 		}

@@ -3,7 +3,10 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -195,35 +198,19 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 	case "xhttp":
 		opts := mapOf(m["xhttp-opts"])
 		tr["type"] = "xhttp"
-		for _, k := range []string{"path", "host", "mode"} {
-			if v := text(opts, k); v != "" {
-				tr[k] = v
-			}
+		if v := text(opts, "mode"); v != "" {
+			tr["mode"] = v
 		}
-		if h := mapOf(opts["headers"]); len(h) > 0 {
-			headers := map[string]string{}
-			for k, v := range h {
-				headers[k] = fmt.Sprint(v)
-			}
-			tr["headers"] = headers
-		}
-		if p := text(opts, "x-padding-bytes"); p != "" {
-			tr["x_padding_bytes"] = p
-		}
+		clashXHTTP(opts, tr)
 		if truthyAny(opts["no-grpc-header"]) {
 			tr["no_grpc_header"] = true
 		}
-		if r := mapOf(opts["reuse-settings"]); len(r) > 0 {
-			xmux := map[string]any{}
-			for _, k := range []string{"max-connections", "max-concurrency", "c-max-reuse-times", "h-max-request-times", "h-max-reusable-secs"} {
-				if v := text(r, k); v != "" {
-					xmux[strings.ReplaceAll(k, "-", "_")] = v
-				}
-			}
-			tr["xmux"] = xmux
-		}
 		if opts["download-settings"] != nil {
-			return errors.New("xhttp-opts.download-settings (the download over another address) is not supported")
+			dl, err := clashDownload(m, mapOf(opts["download-settings"]), withTLS)
+			if err != nil {
+				return err
+			}
+			tr["download"] = dl
 		}
 	default:
 		return fmt.Errorf("network %q is not supported (switchyard has tcp, ws, grpc, httpupgrade and xhttp)", network)
@@ -231,6 +218,79 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 	o["transport"] = tr
 	wsALPN(o, tr)
 	return nil
+}
+
+// clashXHTTP writes the request keys of xhttp-opts (or of its
+// download-settings) into the transport (or download) table t.
+func clashXHTTP(opts, t map[string]any) {
+	for _, k := range []string{"path", "host"} {
+		if v := text(opts, k); v != "" {
+			t[k] = v
+		}
+	}
+	if h := mapOf(opts["headers"]); len(h) > 0 {
+		headers := map[string]string{}
+		for k, v := range h {
+			headers[k] = fmt.Sprint(v)
+		}
+		t["headers"] = headers
+	}
+	if p := text(opts, "x-padding-bytes"); p != "" {
+		t["x_padding_bytes"] = p
+	}
+	if r := mapOf(opts["reuse-settings"]); len(r) > 0 {
+		xmux := map[string]any{}
+		for _, k := range []string{"max-connections", "max-concurrency", "c-max-reuse-times", "h-max-request-times", "h-max-reusable-secs"} {
+			if v := text(r, k); v != "" {
+				xmux[strings.ReplaceAll(k, "-", "_")] = v
+			}
+		}
+		t["xmux"] = xmux
+	}
+}
+
+// clashDownloadTLS are the keys of download-settings that give the
+// download a TLS layer of its own, over the proxy's.
+var clashDownloadTLS = []string{"servername", "alpn", "skip-cert-verify", "client-fingerprint", "reality-opts"}
+
+// clashDownload is the download table of xhttp-opts.download-settings ds
+// of the proxy m: its server and port (each the proxy's when left out),
+// its TLS keys over the proxy's, and its request keys.
+func clashDownload(m, ds map[string]any, withTLS bool) (map[string]any, error) {
+	for _, k := range []string{"ech-opts", "certificate", "private-key", "fingerprint"} {
+		if ds[k] != nil {
+			return nil, fmt.Errorf("xhttp-opts.download-settings.%s is not supported", k)
+		}
+	}
+	if ds["tls"] != nil && truthyAny(ds["tls"]) != withTLS {
+		return nil, errors.New("xhttp-opts.download-settings.tls differs from the proxy's: the download takes the proxy's TLS or none with it")
+	}
+	dl := map[string]any{}
+	if ds["server"] != nil || ds["port"] != nil {
+		server, port := text(m, "server"), text(m, "port")
+		if v := text(ds, "server"); v != "" {
+			server = v
+		}
+		if v := text(ds, "port"); v != "" {
+			port = v
+		}
+		dl["server"] = net.JoinHostPort(server, port)
+	}
+	if slices.ContainsFunc(clashDownloadTLS, func(k string) bool { return ds[k] != nil }) {
+		merged := maps.Clone(m)
+		for _, k := range clashDownloadTLS {
+			if v, ok := ds[k]; ok {
+				merged[k] = v
+			}
+		}
+		if r, ok := merged["reality-opts"]; ok {
+			dl["tls"] = map[string]any{"reality": clashReality(merged, mapOf(r))}
+		} else if withTLS {
+			dl["tls"] = clashTLS(merged)
+		}
+	}
+	clashXHTTP(ds, dl)
+	return dl, nil
 }
 
 // clashReality is the reality table of a node with reality-opts: the

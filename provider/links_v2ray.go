@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -243,7 +244,7 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 			}
 		}
 		if e := q.Get("extra"); e != "" {
-			if err := xhttpExtra(tr, e); err != nil {
+			if err := xhttpExtra(o, tr, e); err != nil {
 				return err
 			}
 		}
@@ -312,11 +313,17 @@ func splitList(s string) []string {
 // path, host and mode, as JSON) into tr. The keys only a server reads are
 // left out; a key that changes what the client sends and that switchyard
 // does not have refuses the link.
-func xhttpExtra(tr map[string]any, extra string) error {
+func xhttpExtra(o, tr map[string]any, extra string) error {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(extra), &m); err != nil {
 		return fmt.Errorf("xhttp extra is not a JSON object: %v", err)
 	}
+	return xhttpSettings(o, tr, m)
+}
+
+// xhttpSettings reads Xray's xhttpSettings keys beyond path, host and mode
+// (an extra's) into the transport table tr of the outbound o.
+func xhttpSettings(o, tr map[string]any, m map[string]any) error {
 	for k, v := range m {
 		switch k {
 		case "noSSEHeader", "scMaxBufferedPosts", "scStreamUpServerSecs", "serverMaxHeaderBytes":
@@ -384,7 +391,15 @@ func xhttpExtra(tr map[string]any, extra string) error {
 			}
 			tr["xmux"] = xmux
 		case "downloadSettings":
-			return errors.New("xhttp extra downloadSettings (the download over another address) is not supported")
+			ds, ok := v.(map[string]any)
+			if !ok {
+				return errors.New("xhttp extra downloadSettings is not an object")
+			}
+			dl, err := xhttpDownload(o, ds)
+			if err != nil {
+				return err
+			}
+			tr["download"] = dl
 		default:
 			return fmt.Errorf("xhttp extra %s is not supported", k)
 		}
@@ -426,4 +441,102 @@ func xrayRange(key string, v any) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("xhttp extra %s is not a count or a range", key)
+}
+
+// xhttpDownload is the download table of an extra's downloadSettings ds
+// (Xray's stream settings with an address and a port) for the outbound o:
+// its server, its TLS layer when it names one, and its xhttp request keys.
+func xhttpDownload(o, ds map[string]any) (map[string]any, error) {
+	dl := map[string]any{}
+	host, port, _ := net.SplitHostPort(fmt.Sprint(o["server"]))
+	var settings map[string]any
+	for k, v := range ds {
+		switch k {
+		case "address":
+			host = fmt.Sprint(v)
+		case "port":
+			port = fmt.Sprint(v)
+		case "network":
+			if v != "xhttp" && v != "splithttp" {
+				return nil, fmt.Errorf("xhttp downloadSettings network %v: the download runs over xhttp", v)
+			}
+		case "security", "tlsSettings", "realitySettings":
+		case "xhttpSettings", "splithttpSettings":
+			settings, _ = v.(map[string]any)
+		default:
+			return nil, fmt.Errorf("xhttp downloadSettings.%s is not supported", k)
+		}
+	}
+	if _, ok := ds["address"]; ok || ds["port"] != nil {
+		dl["server"] = net.JoinHostPort(host, port)
+	}
+	switch sec, _ := ds["security"].(string); sec {
+	case "":
+	case "none":
+		if o["tls"] != nil {
+			return nil, errors.New("xhttp downloadSettings security none under a TLS outbound is not supported: the download takes the outbound's TLS or one of its own")
+		}
+	case "tls":
+		t := map[string]any{}
+		ts, _ := ds["tlsSettings"].(map[string]any)
+		if sni, _ := ts["serverName"].(string); sni != "" {
+			t["server_name"] = sni
+		}
+		if alpn, ok := ts["alpn"].([]any); ok {
+			var list []string
+			for _, a := range alpn {
+				list = append(list, fmt.Sprint(a))
+			}
+			t["alpn"] = list
+		}
+		if fp, _ := ts["fingerprint"].(string); fp != "" && fp != "none" {
+			t["fingerprint"] = fp
+		}
+		if b, _ := ts["allowInsecure"].(bool); b {
+			t["verify"] = "insecure"
+		}
+		dl["tls"] = t
+	case "reality":
+		rs, _ := ds["realitySettings"].(map[string]any)
+		r := map[string]any{}
+		for from, to := range map[string]string{"publicKey": "public_key", "password": "public_key", "shortId": "short_id",
+			"serverName": "server_name", "fingerprint": "fingerprint", "spiderX": "spider_x"} {
+			if v, _ := rs[from].(string); v != "" {
+				r[to] = v
+			}
+		}
+		dl["tls"] = map[string]any{"reality": r}
+	default:
+		return nil, fmt.Errorf("xhttp downloadSettings security %q is not supported", sec)
+	}
+	for _, k := range []string{"path", "host"} {
+		if v, _ := settings[k].(string); v != "" {
+			dl[k] = v
+		}
+	}
+	rest := map[string]any{}
+	for k, v := range settings {
+		switch k {
+		case "path", "host", "mode":
+		case "extra":
+			if e, ok := v.(map[string]any); ok {
+				maps.Copy(rest, e)
+			}
+		default:
+			rest[k] = v
+		}
+	}
+	delete(rest, "downloadSettings")
+	tr := map[string]any{}
+	if err := xhttpSettings(o, tr, rest); err != nil {
+		return nil, err
+	}
+	// The GET takes the request keys; the upload's keys are the
+	// outbound's.
+	for _, k := range []string{"headers", "x_padding_bytes", "xmux"} {
+		if v, ok := tr[k]; ok {
+			dl[k] = v
+		}
+	}
+	return dl, nil
 }
