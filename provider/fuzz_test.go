@@ -50,6 +50,7 @@ func FuzzParseLink(f *testing.F) {
 		"socks5://u:p@h:1",
 		"https://h:1?sni=x",
 		"wireguard://k@h:1?address=10.0.0.1&reserved=1,2,3",
+		`vless://u@h:443?type=xhttp&extra={"xmux":{"maxConcurrency":"2-4"},"downloadSettings":{"address":"d","port":1,"security":"reality","realitySettings":{"publicKey":"k"},"xhttpSettings":{"extra":{"xPaddingBytes":{"from":1,"to":2}}}}}`,
 	} {
 		f.Add(s)
 	}
