@@ -151,8 +151,8 @@ type fileTransport struct {
 
 	// xhttp (with path, host, headers and mode)
 	XPaddingBytes        *string            `toml:"x_padding_bytes"`
-	ScMaxEachPostBytes   *int64             `toml:"sc_max_each_post_bytes"`
-	ScMinPostsIntervalMs *int64             `toml:"sc_min_posts_interval_ms"`
+	ScMaxEachPostBytes   any                `toml:"sc_max_each_post_bytes"`
+	ScMinPostsIntervalMs any                `toml:"sc_min_posts_interval_ms"`
 	NoGRPCHeader         *bool              `toml:"no_grpc_header"`
 	XMux                 *fileXMux          `toml:"xmux"`
 	Download             *fileXHTTPDownload `toml:"download"`

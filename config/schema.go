@@ -259,15 +259,15 @@ func kindName(kind unstable.Kind) string {
 }
 
 // writtenKeys returns the keys of the table v (a pointer to a file struct)
-// that were written: its pointer, slice and map fields that are set, in
-// field order.
+// that were written: its pointer, slice, map and interface fields that are
+// set, in field order.
 func writtenKeys(v any) []string {
 	rv := reflect.ValueOf(v).Elem()
 	var out []string
 	for i := range rv.NumField() {
 		f := rv.Field(i)
 		switch f.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map:
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
 			if !f.IsNil() {
 				out = append(out, rv.Type().Field(i).Tag.Get("toml"))
 			}

@@ -51,26 +51,36 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 	packetUp := t.Mode == "packet-up" || t.Mode == "auto"
 
 	t.MaxEachPostBytes = defaultMaxEachPostBytes
-	if n := f.ScMaxEachPostBytes; n != nil {
-		switch {
-		case !packetUp:
-			l.errorf(key+".sc_max_each_post_bytes", "only packet-up sends POSTs of a bounded size; mode %q streams its upload", t.Mode)
-		case *n < 1 || *n > maxMaxEachPostBytes:
-			l.errorf(key+".sc_max_each_post_bytes", "%d is out of range 1..%d", *n, maxMaxEachPostBytes)
-		default:
-			t.MaxEachPostBytes = int(*n)
+	if v := f.ScMaxEachPostBytes; v != nil {
+		k := key + ".sc_max_each_post_bytes"
+		if !packetUp {
+			l.errorf(k, "only packet-up sends POSTs of a bounded size; mode %q streams its upload", t.Mode)
+		} else if lo, hi, ok := l.countRange(k, v); ok {
+			if lo < 1 || hi > maxMaxEachPostBytes || lo > hi {
+				l.errorf(k, "%s is out of range 1..%d (MIN no more than MAX)", rangeText(lo, hi), maxMaxEachPostBytes)
+			} else {
+				t.MaxEachPostBytes, t.MaxEachPostBytesMax = int(lo), int(hi)
+			}
 		}
 	}
 	t.MinPostsInterval = defaultMinPostsIntervalMs * time.Millisecond
-	if n := f.ScMinPostsIntervalMs; n != nil {
-		switch {
-		case !packetUp:
-			l.errorf(key+".sc_min_posts_interval_ms", "only packet-up spaces its POSTs; mode %q streams its upload", t.Mode)
-		case *n < 0 || *n > maxMinPostsIntervalMs:
-			l.errorf(key+".sc_min_posts_interval_ms", "%d is out of range 0..%d", *n, maxMinPostsIntervalMs)
-		default:
-			t.MinPostsInterval = time.Duration(*n) * time.Millisecond
+	if v := f.ScMinPostsIntervalMs; v != nil {
+		k := key + ".sc_min_posts_interval_ms"
+		if !packetUp {
+			l.errorf(k, "only packet-up spaces its POSTs; mode %q streams its upload", t.Mode)
+		} else if lo, hi, ok := l.countRange(k, v); ok {
+			if lo < 0 || hi > maxMinPostsIntervalMs || lo > hi {
+				l.errorf(k, "%s is out of range 0..%d (MIN no more than MAX)", rangeText(lo, hi), maxMinPostsIntervalMs)
+			} else {
+				t.MinPostsInterval, t.MinPostsIntervalMax = time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond
+			}
 		}
+	}
+	if t.MaxEachPostBytesMax == t.MaxEachPostBytes {
+		t.MaxEachPostBytesMax = 0
+	}
+	if t.MinPostsIntervalMax == t.MinPostsInterval {
+		t.MinPostsIntervalMax = 0
 	}
 
 	if f.NoGRPCHeader != nil {
@@ -254,12 +264,26 @@ func (l *lowerer) xmux(key string, f *fileXMux) *spec.XMux {
 // xmuxBound lowers one xmux bound: a count, or a string "N" or "MIN-MAX",
 // 0..maxXMuxBound; [0, 0] when it is not written.
 func (l *lowerer) xmuxBound(key string, v any) [2]int64 {
-	var lo, hi int64
-	switch v := v.(type) {
-	case nil:
+	if v == nil {
 		return [2]int64{}
+	}
+	lo, hi, ok := l.countRange(key, v)
+	if !ok {
+		return [2]int64{}
+	}
+	if lo < 0 || hi > maxXMuxBound || lo > hi {
+		l.errorf(key, "%s: a bound is 0..%d (0: none), MIN no more than MAX", rangeText(lo, hi), maxXMuxBound)
+		return [2]int64{}
+	}
+	return [2]int64{lo, hi}
+}
+
+// countRange reads a count or a range, as Xray writes them: an integer,
+// or a string "N" or "MIN-MAX"; ok false (reported) for anything else.
+func (l *lowerer) countRange(key string, v any) (lo, hi int64, ok bool) {
+	switch v := v.(type) {
 	case int64:
-		lo, hi = v, v
+		return v, v, true
 	case string:
 		a, b, isRange := strings.Cut(strings.TrimSpace(v), "-")
 		if !isRange {
@@ -270,19 +294,18 @@ func (l *lowerer) xmuxBound(key string, v any) [2]int64 {
 		hi, err2 = strconv.ParseInt(strings.TrimSpace(b), 10, 64)
 		if err1 != nil || err2 != nil {
 			l.errorf(key, `%q is not a count or a range "MIN-MAX"`, clip.Value(v))
-			return [2]int64{}
+			return 0, 0, false
 		}
-	default:
-		l.errorf(key, `must be a count or a string "N" or "MIN-MAX"`)
-		return [2]int64{}
+		return lo, hi, true
 	}
-	if lo < 0 || hi > maxXMuxBound || lo > hi {
-		v := strconv.FormatInt(lo, 10)
-		if hi != lo {
-			v += "-" + strconv.FormatInt(hi, 10)
-		}
-		l.errorf(key, "%s: a bound is 0..%d (0: none), MIN no more than MAX", v, maxXMuxBound)
-		return [2]int64{}
+	l.errorf(key, `must be a count or a string "N" or "MIN-MAX"`)
+	return 0, 0, false
+}
+
+// rangeText writes lo..hi as "N" or "MIN-MAX".
+func rangeText(lo, hi int64) string {
+	if lo == hi {
+		return strconv.FormatInt(lo, 10)
 	}
-	return [2]int64{lo, hi}
+	return strconv.FormatInt(lo, 10) + "-" + strconv.FormatInt(hi, 10)
 }

@@ -251,3 +251,46 @@ tls = {}
 		{20, "outbounds[2].transport.download.tls.reality", "REALITY is offered for vless outbounds only"},
 	})
 }
+
+func TestXHTTPPostRanges(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "packet-up", sc_max_each_post_bytes = "500000-1000000", sc_min_posts_interval_ms = "10-50" }
+tls = {}
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "packet-up", sc_max_each_post_bytes = "2000-2000", sc_min_posts_interval_ms = 5 }
+tls = {}
+`)
+	a, b := s.Outbounds[0].Transport, s.Outbounds[1].Transport
+	if a.MaxEachPostBytes != 500000 || a.MaxEachPostBytesMax != 1000000 || a.MinPostsInterval != 10*time.Millisecond || a.MinPostsIntervalMax != 50*time.Millisecond {
+		t.Errorf("ranges: %+v", a)
+	}
+	if b.MaxEachPostBytes != 2000 || b.MaxEachPostBytesMax != 0 || b.MinPostsInterval != 5*time.Millisecond || b.MinPostsIntervalMax != 0 {
+		t.Errorf("single values: %+v", b)
+	}
+	wantProblems(t, `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "packet-up", sc_max_each_post_bytes = "9-3", sc_min_posts_interval_ms = "a-b" }
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "ws", sc_min_posts_interval_ms = 5 }
+`, []want{
+		{6, "outbounds[0].transport.sc_max_each_post_bytes", "9-3 is out of range 1..16777216 (MIN no more than MAX)"},
+		{6, "outbounds[0].transport.sc_min_posts_interval_ms", `"a-b" is not a count or a range "MIN-MAX"`},
+		{12, "outbounds[1].transport.sc_min_posts_interval_ms", "a ws transport has no sc min posts interval ms"},
+	})
+}

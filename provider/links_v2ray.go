@@ -355,15 +355,11 @@ func xhttpSettings(o, tr map[string]any, m map[string]any) error {
 			if err != nil {
 				return err
 			}
-			n, err := strconv.ParseInt(r, 10, 64)
-			if err != nil {
-				return fmt.Errorf("xhttp extra %s %q: switchyard takes one value, not a range", k, r)
-			}
 			key := "sc_max_each_post_bytes"
 			if k == "scMinPostsIntervalMs" {
 				key = "sc_min_posts_interval_ms"
 			}
-			tr[key] = n
+			tr[key] = r
 		case "xmux":
 			x, ok := v.(map[string]any)
 			if !ok {

@@ -202,11 +202,15 @@ type Transport struct {
 	Mode        string // grpc: gun | multi; xhttp: auto | stream-one | stream-up | packet-up
 
 	// xhttp: the x_padding of every request is XPaddingMin..XPaddingMax
-	// bytes; a packet-up POST carries at most MaxEachPostBytes and follows
-	// the one before by MinPostsInterval or more.
+	// bytes; a packet-up POST carries at most MaxEachPostBytes (drawn up
+	// to MaxEachPostBytesMax once per flow, when that is set) and follows
+	// the one before by MinPostsInterval or more (drawn up to
+	// MinPostsIntervalMax for each POST, when set).
 	XPaddingMin, XPaddingMax int
 	MaxEachPostBytes         int
+	MaxEachPostBytesMax      int
 	MinPostsInterval         time.Duration
+	MinPostsIntervalMax      time.Duration
 	// xhttp: NoGRPCHeader leaves out the "Content-Type: application/grpc"
 	// of a streamed POST (stream-one, stream-up).
 	NoGRPCHeader bool

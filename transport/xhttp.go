@@ -57,10 +57,10 @@ type xhttpConfig struct {
 	xs          string // padMax "X"s, which every padding is a prefix of
 	referer     string // the Referer up to its padding
 	padMax      int
-	maxPost     int
-	minInterval time.Duration
-	noGRPC      bool       // streamed POSTs go without the gRPC Content-Type
-	mux         *spec.XMux // nil: the default sharing of HTTP/2 connections
+	maxPost     [2]int           // a flow's POST bound, drawn once per flow
+	minInterval [2]time.Duration // the wait before each POST, drawn for each
+	noGRPC      bool             // streamed POSTs go without the gRPC Content-Type
+	mux         *spec.XMux       // nil: the default sharing of HTTP/2 connections
 }
 
 // The defaults the loader fills in, for a spec built elsewhere.
@@ -78,7 +78,9 @@ const (
 // servers are set up for it), packet-up otherwise.
 func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn []string) (*xhttpConfig, error) {
 	x := &xhttpConfig{mode: t.Mode, scheme: "http", host: t.Host, padMin: t.XPaddingMin, padMax: t.XPaddingMax,
-		maxPost: t.MaxEachPostBytes, minInterval: t.MinPostsInterval, noGRPC: t.NoGRPCHeader, mux: t.XMux}
+		maxPost:     [2]int{t.MaxEachPostBytes, max(t.MaxEachPostBytes, t.MaxEachPostBytesMax)},
+		minInterval: [2]time.Duration{t.MinPostsInterval, max(t.MinPostsInterval, t.MinPostsIntervalMax)},
+		noGRPC:      t.NoGRPCHeader, mux: t.XMux}
 	switch x.mode {
 	case "", "auto":
 		x.mode = "packet-up"
@@ -131,8 +133,8 @@ func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn [
 	if x.padMin <= 0 || x.padMax < x.padMin {
 		x.padMin, x.padMax = xhttpPadMin, xhttpPadMax
 	}
-	if x.maxPost <= 0 {
-		x.maxPost = xhttpMaxPost
+	if x.maxPost[0] <= 0 {
+		x.maxPost = [2]int{xhttpMaxPost, xhttpMaxPost}
 	}
 	x.xs = strings.Repeat("X", x.padMax)
 	x.referer = (&url.URL{Scheme: x.scheme, Host: x.host, Path: x.path}).String() + "?x_padding="
@@ -152,6 +154,14 @@ func (x *xhttpConfig) alpn() []string {
 		return []string{"http/1.1"}
 	}
 	return []string{"h2"}
+}
+
+// drawInt is a uniform draw from the range r (math/rand: nothing secret).
+func drawInt[T ~int | ~int64](r [2]T) T {
+	if r[1] <= r[0] {
+		return r[0]
+	}
+	return r[0] + T(mrand.Int64N(int64(r[1]-r[0])+1))
 }
 
 // padding is a fresh x_padding: padMin..padMax "X"s (uniform). X has an

@@ -503,3 +503,34 @@ func TestXHTTPDownloadSettingsRefused(t *testing.T) {
 	}
 	waitFor(t, func() bool { return d.xhttp.idleCount() == 1 && d.xhttp.down.idleCount() == 0 })
 }
+
+// sc_max_each_post_bytes as a range: each flow draws its bound once, and
+// no POST of the flow is larger (sc_min_posts_interval_ms as a range is
+// drawn for each POST; its spacing is not timed here).
+func TestXHTTPPostRanges(t *testing.T) {
+	s := newXHServer(t, nil)
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "packet-up",
+		MaxEachPostBytes: 1000, MaxEachPostBytesMax: 3000,
+		MinPostsInterval: 2 * time.Millisecond, MinPostsIntervalMax: 4 * time.Millisecond}, nil))
+	for range 6 {
+		c := xhFlow(t, d)
+		xhEcho(t, c, 30_000, 30_000)
+		c.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	largest := map[string]int{}
+	for _, p := range s.posts {
+		if p.size > 3000 {
+			t.Fatalf("a POST of %d bytes, over the range's 3000", p.size)
+		}
+		largest[p.sess] = max(largest[p.sess], p.size)
+	}
+	sizes := map[int]bool{}
+	for _, n := range largest {
+		sizes[n] = true
+	}
+	if len(largest) != 6 || len(sizes) < 2 {
+		t.Errorf("the largest POST of each of %d flows: %v; want bounds drawn apart per flow", len(largest), largest)
+	}
+}

@@ -46,6 +46,7 @@ type xhServer struct {
 }
 
 type xhPost struct {
+	sess string
 	seq  uint64
 	size int
 	at   time.Time // when it arrived
@@ -268,7 +269,7 @@ func (s *xhServer) serve(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(s.delay(seq))
 		}
 		s.mu.Lock()
-		s.posts = append(s.posts, xhPost{seq: seq, size: len(body), at: at})
+		s.posts = append(s.posts, xhPost{sess: parts[0], seq: seq, size: len(body), at: at})
 		s.mu.Unlock()
 		s.session(parts[0]).push(seq, body)
 		w.WriteHeader(http.StatusOK)

@@ -47,6 +47,7 @@ type xhConn struct {
 	// the same one without download settings.
 	ul, dl  xhHold
 	split   bool // dl is another client's
+	maxPost int  // packet-up: the most a POST carries, drawn for the flow
 	session string
 	ctx     context.Context // the flow's requests run under it
 	cancel  context.CancelFunc
@@ -76,10 +77,10 @@ func openXHConn(ctx context.Context, ul, dl xhHold) (*xhConn, error) {
 	cfg := ul.x.cfg
 	upLimit := xhUpBuffer
 	if cfg.mode == "packet-up" {
-		upLimit = cfg.maxPost
+		upLimit = drawInt(cfg.maxPost)
 	}
 	c := &xhConn{x: ul.x, cc: ul.cc, requests: ul.requests, ul: ul, dl: dl, split: ul.x != dl.x,
-		ctx: fctx, cancel: cancel, down: newXHPipe(xhDownBuffer), up: newXHPipe(upLimit)}
+		ctx: fctx, cancel: cancel, down: newXHPipe(xhDownBuffer), up: newXHPipe(upLimit), maxPost: upLimit}
 	fail := func(err error) (*xhConn, error) {
 		c.refused.Store(true)
 		c.Close()
@@ -290,8 +291,8 @@ func (c *xhConn) streamUp(req *http.Request) {
 }
 
 // packetUp cuts the upload into POSTs: each takes what was written since
-// the last, up to maxPost bytes, at least minInterval after the last one
-// started, numbered from 0. Over HTTP/2 up to xhPostsInFlight run at once;
+// the last, up to the flow's maxPost bytes, at least an interval drawn
+// from minInterval after the last one started, numbered from 0. Over HTTP/2 up to xhPostsInFlight run at once;
 // over HTTP/1.1 they go one after the other on the flow's upload
 // connection.
 //
@@ -321,7 +322,7 @@ func (c *xhConn) packetUp() {
 		if err := c.up.ready(); err != nil {
 			return
 		}
-		if wait := cfg.minInterval - time.Since(last); seq > 1 && wait > 0 {
+		if wait := drawInt(cfg.minInterval) - time.Since(last); seq > 1 && wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -330,7 +331,7 @@ func (c *xhConn) packetUp() {
 				return
 			}
 		}
-		b, err := c.up.take(cfg.maxPost)
+		b, err := c.up.take(c.maxPost)
 		if err != nil {
 			return
 		}

@@ -39,6 +39,7 @@ type xhCase struct {
 	tls   bool
 	h1TLS bool   // over TLS with alpn ["http/1.1"]
 	xmux  string // the xmux table's keys, when set
+	keys  string // more keys of the transport table, written as they are
 	// download, when not 0, is the port of the download's own path to
 	// the same server (the download settings' server).
 	download int
@@ -52,6 +53,7 @@ var xhCases = []xhCase{
 	{name: "packet-up", mode: "packet-up"},
 	{name: "packet-up+tls", mode: "packet-up", tls: true},
 	{name: "packet-up+tls/http1.1", mode: "packet-up", tls: true, h1TLS: true},
+	{name: "packet-up+tls/ranges", mode: "packet-up", tls: true, keys: `sc_max_each_post_bytes = "100000-500000", sc_min_posts_interval_ms = "5-20"`},
 	{name: "auto", mode: "auto"},
 	{name: "auto+tls", mode: "auto", tls: true},
 }
@@ -93,6 +95,9 @@ func xhOutbound(protocol string, c xhCase, port int, cert string) string {
 	}
 	if c.download != 0 {
 		xmux += fmt.Sprintf(`, download = { server = "127.0.0.1:%d" }`, c.download)
+	}
+	if c.keys != "" {
+		xmux += ", " + c.keys
 	}
 	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q%s }\n", xhPath, c.mode, xmux)
 	if c.tls {
