@@ -534,3 +534,29 @@ func TestXHTTPPostRanges(t *testing.T) {
 		t.Errorf("the largest POST of each of %d flows: %v; want bounds drawn apart per flow", len(largest), largest)
 	}
 }
+
+// Warm with download settings opens one connection to each path; the flow
+// after it connects to neither.
+func TestXHTTPDownloadSettingsWarm(t *testing.T) {
+	s := newXHServer(t, nil)
+	dl := s.alsoOn(t)
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up",
+		Download: &spec.XHTTPDownload{Server: dl.String(), Path: "/xh", Host: "127.0.0.1"}}, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if opened, err := d.Warm(ctx, true); err != nil || !opened {
+		t.Fatalf("warm: opened %v, %v", opened, err)
+	}
+	if d.xhttp.idleCount() != 1 || d.xhttp.down.idleCount() != 1 {
+		t.Fatalf("%d upload and %d download connections kept after warm, want 1 and 1", d.xhttp.idleCount(), d.xhttp.down.idleCount())
+	}
+	c := xhFlow(t, d)
+	xhEcho(t, c, 1000, 1000)
+	c.Close()
+	if n := s.accepts.Load(); n != 2 {
+		t.Errorf("%d connections, want the 2 warm ones", n)
+	}
+	if opened, _ := d.Warm(ctx, true); opened {
+		t.Error("warm opened more while both paths have a connection kept")
+	}
+}
