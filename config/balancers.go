@@ -75,7 +75,7 @@ func (l *lowerer) member(key, tag, m string) {
 	switch {
 	case !known:
 		l.errorf(key, "balancer %s references unknown outbound %s", tag, m)
-	case typ != "" && !slices.Contains(probeableTypes, typ):
+	case typ != "" && !slices.Contains(probeableTypes, typ), l.noTCPProbe[m]:
 		l.errorf(key, "balancer %s: outbound %s has no upstream a TCP health probe can reach", tag, m)
 	}
 }

@@ -59,6 +59,9 @@ type lowerer struct {
 	// declaredTypes maps a declared outbound tag to its canonical type, when
 	// the type was accepted.
 	declaredTypes map[string]string
+	// noTCPProbe holds the outbounds of a probeable type whose server has
+	// no TCP port to probe (XHTTP over HTTP/3).
+	noTCPProbe map[string]bool
 	// dnsTable is set when the file has a [dns] table, which a dns outbound
 	// needs; dnsOutbound once a dns outbound is accepted.
 	dnsTable, dnsOutbound bool
@@ -79,6 +82,7 @@ func newLowerer(dir string) *lowerer {
 		providerNodes:   map[string][]string{},
 		providerPending: map[string]bool{},
 		declaredTypes:   map[string]string{},
+		noTCPProbe:      map[string]bool{},
 	}
 }
 

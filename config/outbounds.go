@@ -157,6 +157,10 @@ func (l *lowerer) proxyClient(key string, f *fileOutbound, o *spec.Outbound) {
 	if o.Transport.Type == "xhttp" && f.Transport.Download != nil {
 		o.Transport.Download = l.xhttpDownload(key+".transport.download", f.Transport.Download, f.Transport, o)
 	}
+	if o.Transport.Type == "xhttp" && o.TLS != nil && slices.Equal(o.TLS.ALPN, []string{"h3"}) {
+		// XHTTP over HTTP/3 reaches its server over UDP only.
+		l.noTCPProbe[o.Tag] = true
+	}
 	l.streamALPN(key+".tls.alpn", o.Transport.Type, o.TLS, f.TLS)
 	if o.TLS != nil && o.TLS.Reality != nil && (o.Transport.Type == "ws" || o.Transport.Type == "httpupgrade") {
 		l.errorf(key+".tls.reality", "REALITY runs under the tcp and grpc transports (as Xray's servers offer it), not %s", o.Transport.Type)

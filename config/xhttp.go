@@ -94,9 +94,9 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 }
 
 // xhttpVersion checks the HTTP version an xhttp transport (key) runs on
-// under tlsTable, and fills in the table's ALPN when it is not written: h2,
-// or with alpn ["http/1.1"] HTTP/1.1, which only packet-up runs on, as it
-// does without TLS. xmux, when written, needs HTTP/2. A mode that needs
+// under tlsTable, and fills in the table's ALPN when it is not written: h2;
+// with alpn ["h3"] HTTP/3 over QUIC; with alpn ["http/1.1"] HTTP/1.1,
+// which only packet-up runs on, as it does without TLS. xmux, when written, needs HTTP/2. A mode that needs
 // HTTP/2 over alpn ["http/1.1"] is reported at modeKey.
 func (l *lowerer) xhttpVersion(key string, xmux bool, tlsTable *spec.TLS, mode, modeKey, alpnKey string) {
 	packetUp := mode == "packet-up" || mode == "auto"
@@ -114,8 +114,15 @@ func (l *lowerer) xhttpVersion(key string, xmux bool, tlsTable *spec.TLS, mode, 
 	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}) && packetUp:
 	case slices.Equal(tlsTable.ALPN, []string{"http/1.1"}):
 		l.errorf(modeKey, `mode %q needs HTTP/2: over alpn ["http/1.1"] only packet-up runs`, mode)
+	case slices.Equal(tlsTable.ALPN, []string{"h3"}):
+		switch {
+		case tlsTable.Reality != nil:
+			l.errorf(alpnKey, `HTTP/3 (alpn ["h3"]) runs on QUIC's own TLS handshake, which REALITY cannot shape`)
+		case tlsTable.Fingerprint != "":
+			l.errorf(alpnKey, `HTTP/3 (alpn ["h3"]) runs on QUIC's own TLS handshake, which has no browser fingerprint: take fingerprint out`)
+		}
 	default:
-		l.errorf(alpnKey, `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1 (alpn ["http/1.1"])`)
+		l.errorf(alpnKey, `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default), HTTP/3 (alpn ["h3"]) or, in packet-up mode, HTTP/1.1 (alpn ["http/1.1"])`)
 	}
 }
 

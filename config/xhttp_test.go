@@ -84,7 +84,7 @@ type = "vless"
 server = "example.com:443"
 uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
 transport = { type = "xhttp", x_padding_bytes = "20-10", sc_max_each_post_bytes = 0, sc_min_posts_interval_ms = -1 }
-tls = { alpn = ["h3"] }
+tls = { alpn = ["h2", "http/1.1"] }
 [[outbounds]]
 tag = "d"
 type = "vless"
@@ -104,7 +104,7 @@ transport = { type = "xhttp", x_padding_bytes = "lots" }
 		{19, "outbounds[2].transport.x_padding_bytes", `"20-10": the padding is 1..4096 bytes, MIN no more than MAX`},
 		{19, "outbounds[2].transport.sc_max_each_post_bytes", "0 is out of range 1..16777216"},
 		{19, "outbounds[2].transport.sc_min_posts_interval_ms", "-1 is out of range 0..10000"},
-		{20, "outbounds[2].tls.alpn", `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default) or, in packet-up mode, HTTP/1.1`},
+		{20, "outbounds[2].tls.alpn", `an xhttp transport runs over HTTP/2 (alpn ["h2"], the default), HTTP/3 (alpn ["h3"]) or, in packet-up mode, HTTP/1.1`},
 		{26, "outbounds[3].transport.x_padding_bytes", `"lots" is not a byte count or a range "MIN-MAX"`},
 	})
 }
@@ -292,5 +292,41 @@ transport = { type = "ws", sc_min_posts_interval_ms = 5 }
 		{6, "outbounds[0].transport.sc_max_each_post_bytes", "9-3 is out of range 1..16777216 (MIN no more than MAX)"},
 		{6, "outbounds[0].transport.sc_min_posts_interval_ms", `"a-b" is not a count or a range "MIN-MAX"`},
 		{12, "outbounds[1].transport.sc_min_posts_interval_ms", "a ws transport has no sc min posts interval ms"},
+	})
+}
+
+func TestXHTTPOverHTTP3(t *testing.T) {
+	s := mustParse(t, `
+[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp", mode = "stream-up", xmux = { max_concurrency = 8 } }
+tls = { alpn = ["h3"] }
+`)
+	if a := s.Outbounds[0].TLS.ALPN; len(a) != 1 || a[0] != "h3" {
+		t.Errorf("alpn %q", a)
+	}
+	wantProblems(t, `[[outbounds]]
+tag = "a"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp" }
+tls = { alpn = ["h3"], fingerprint = "chrome" }
+[[outbounds]]
+tag = "b"
+type = "vless"
+server = "example.com:443"
+uuid = "b831381d-6324-4d53-ad4f-8cda48b30811"
+transport = { type = "xhttp" }
+tls = { alpn = ["h3"] }
+[[balancers]]
+tag = "pool"
+members = ["b"]
+`, []want{
+		{7, "outbounds[0].tls.alpn", "HTTP/3 (alpn [\"h3\"]) runs on QUIC's own TLS handshake, which has no browser fingerprint"},
+		{17, "balancers[0].members[0]", "balancer pool: outbound b has no upstream a TCP health probe can reach"},
 	})
 }

@@ -87,7 +87,8 @@ type Purger interface {
 }
 
 // Prober is implemented by an outbound with a TCP upstream that a health
-// probe can reach: the proxy server it dials.
+// probe can reach: the proxy server it dials; the zero Addr when its
+// transport reaches the server over UDP only.
 type Prober interface {
 	ProbeTarget() netx.Addr
 }

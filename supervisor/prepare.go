@@ -159,7 +159,7 @@ func buildBalancer(st balancerStep, outs map[string]*runOutbound, log *slog.Logg
 			return nil, fmt.Errorf("balancer %s references unknown outbound %s", b.Tag, m)
 		}
 		pr, ok := r.target.Outbound().(outbound.Prober)
-		if !ok {
+		if !ok || !pr.ProbeTarget().IsValid() {
 			return nil, fmt.Errorf("balancer %s: outbound %s has no upstream a TCP health probe can reach", b.Tag, m)
 		}
 		members = append(members, balancer.Member{Target: r.target, Probe: pr.ProbeTarget()})

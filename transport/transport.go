@@ -138,6 +138,13 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 		}
 		d.xhttp = newXHTTPClient(d, cfg, opts.ConnectTimeout)
 		alpn = cfg.alpn()
+		if cfg.h3 {
+			std, err := tlsConfig(*o.TLS, server)
+			if err != nil {
+				return nil, err
+			}
+			d.xhttp.h3 = newH3Client(std, d.xhttp.keepAlive)
+		}
 		if dl := t.Download; dl != nil {
 			// The download's own dialer: its server, TLS layer and
 			// requests, under the same socket policy and resolver.
@@ -171,8 +178,18 @@ func New(o spec.Outbound, opts Options) (*Dialer, error) {
 	return d, nil
 }
 
-// Server is the proxy server's address, which a health probe connects to.
+// Server is the proxy server's address.
 func (d *Dialer) Server() netx.Addr { return d.server }
+
+// ProbeServer is the address a raw TCP connect probe may reach: the
+// server's, or none (the zero Addr) when the transport reaches it over UDP
+// only (XHTTP over HTTP/3).
+func (d *Dialer) ProbeServer() netx.Addr {
+	if d.xhttp != nil && d.xhttp.h3 != nil {
+		return netx.Addr{}
+	}
+	return d.server
+}
 
 // Dial opens a stream to the proxy server: resolve, connect, keepalive, TLS
 // when configured, then the transport. A WebSocket with early data returns

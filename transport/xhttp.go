@@ -48,6 +48,7 @@ import (
 type xhttpConfig struct {
 	mode        string // stream-one | stream-up | packet-up
 	h1          bool   // HTTP/1.1 (packet-up only)
+	h3          bool   // HTTP/3 (alpn ["h3"])
 	scheme      string // https over TLS; http without
 	host        string // Host and :authority
 	path        string // the base path, ending in "/"
@@ -99,7 +100,12 @@ func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn [
 		return nil, fmt.Errorf("unknown xhttp mode %q (expected auto, stream-one, stream-up or packet-up)", t.Mode)
 	}
 	h1ALPN := len(alpn) == 1 && alpn[0] == "http/1.1"
+	x.h3 = overTLS && len(alpn) == 1 && alpn[0] == "h3"
 	switch {
+	case x.h3 && reality:
+		return nil, errors.New("xhttp over HTTP/3 runs on QUIC's own TLS: it cannot run under REALITY")
+	case x.h3:
+		x.scheme = "https"
 	case overTLS && h1ALPN && x.mode != "packet-up":
 		return nil, fmt.Errorf(`xhttp mode %s needs HTTP/2, and the tls alpn is ["http/1.1"]`, x.mode)
 	case overTLS:
@@ -152,6 +158,9 @@ func newXHTTPConfig(t spec.Transport, host string, overTLS, reality bool, alpn [
 func (x *xhttpConfig) alpn() []string {
 	if x.h1 {
 		return []string{"http/1.1"}
+	}
+	if x.h3 {
+		return []string{"h3"}
 	}
 	return []string{"h2"}
 }
@@ -233,9 +242,12 @@ type xhttpClient struct {
 	// is how many connections open before flows share them (0: no
 	// bound), each drawn once from its xmux range.
 	concurrency, connections int64
+	keepAlive                time.Duration // xmux h_keep_alive_period (0: the default)
 	// The per-connection bounds, drawn for each connection.
 	reuseTimes, requestTimes, reusableSecs [2]int64
 
+	// h3 opens the HTTP/3 connections (alpn ["h3"]); nil otherwise.
+	h3 *h3Client
 	// down, when set, carries the flows' downloads (the download
 	// settings): this client sends only their uploads.
 	down *xhttpClient
@@ -290,6 +302,7 @@ func newXHTTPClient(d *Dialer, cfg *xhttpConfig, connect time.Duration) *xhttpCl
 		case m.KeepAlive < 0:
 			keepAlive = 0 // no ping
 		}
+		x.keepAlive = m.KeepAlive
 	} else {
 		x.concurrency = 1
 		x.requestTimes, x.reusableSecs = xhReuseRequests, xhReuseAge
@@ -341,8 +354,8 @@ func (x *xhttpClient) newConn(ctx context.Context) (cc *http.ClientConn, raw net
 // xhH2 is one HTTP/2 connection, with the flows on it.
 type xhH2 struct {
 	x           *xhttpClient
-	cc          *http.ClientConn
-	raw         net.Conn
+	cc          xhCC
+	raw         xhAddrs
 	born        time.Time
 	maxRequests int64         // the requests it serves; 0: no bound
 	maxAge      time.Duration // how long it takes new flows; 0: no bound
@@ -437,7 +450,23 @@ func randBetween[T ~int64](r [2]T) T {
 	return r[0] + T(n.Int64())
 }
 
-// connectH2 opens a new HTTP/2 connection under ctx, carrying flows (0 or
+// newMuxConn opens one HTTP/2 or HTTP/3 connection under ctx.
+func (x *xhttpClient) newMuxConn(ctx context.Context) (xhCC, xhAddrs, error) {
+	if x.h3 != nil {
+		c, err := x.newH3Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c, nil
+	}
+	cc, raw, err := x.newConn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cc, raw, nil
+}
+
+// connectH2 opens a new HTTP/2 (or HTTP/3) connection under ctx, carrying flows (0 or
 // 1) from the start. A listed one is in x.conns for the flows after, and
 // counts toward max_connections while it connects; an unlisted one (a
 // speculative dial's) is its flow's alone until list.
@@ -447,7 +476,7 @@ func (x *xhttpClient) connectH2(ctx context.Context, flows int, listed bool) (*x
 		x.pending++
 		x.mu.Unlock()
 	}
-	cc, raw, err := x.newConn(ctx)
+	cc, raw, err := x.newMuxConn(ctx)
 	x.mu.Lock()
 	if listed {
 		x.pending--
@@ -471,11 +500,7 @@ func (x *xhttpClient) connectH2(ctx context.Context, flows int, listed bool) (*x
 		x.listLocked(c)
 	}
 	x.mu.Unlock()
-	cc.SetStateHook(func(cc *http.ClientConn) {
-		if cc.Err() != nil {
-			c.close()
-		}
-	})
+	onBroken(cc, c.close)
 	if err := cc.Err(); err != nil {
 		c.close()
 		return nil, err
@@ -587,8 +612,8 @@ func (x *xhttpClient) dial(ctx context.Context) (net.Conn, error) {
 // xhHold is a flow's hold on one HTTP connection of a client.
 type xhHold struct {
 	x   *xhttpClient
-	cc  *http.ClientConn // nil: none (an HTTP/1.1 upload opens its own)
-	raw net.Conn
+	cc  xhCC // nil: none (an HTTP/1.1 upload opens its own)
+	raw xhAddrs
 	// requests counts the requests on cc (HTTP/2: its reuse bound);
 	// answered says the server answered a flow on cc. Both nil over
 	// HTTP/1.1.

@@ -128,7 +128,7 @@ func TestXHTTPBrokenIdleConnection(t *testing.T) {
 		d.xhttp.mu.Unlock()
 		t.Fatalf("%d idle connections after a flow, want 1", len(d.xhttp.conns))
 	}
-	d.xhttp.conns[0].raw.Close()
+	d.xhttp.conns[0].raw.(net.Conn).Close()
 	d.xhttp.mu.Unlock()
 	c = xhFlow(t, d)
 	defer c.Close()
@@ -558,5 +558,62 @@ func TestXHTTPDownloadSettingsWarm(t *testing.T) {
 	}
 	if opened, _ := d.Warm(ctx, true); opened {
 		t.Error("warm opened more while both paths have a connection kept")
+	}
+}
+
+// XHTTP over HTTP/3 (alpn ["h3"]): every mode echoes over QUIC; a flow
+// after another takes its connection; with max_concurrency flows at once
+// share one.
+func TestXHTTPOverHTTP3(t *testing.T) {
+	p := newPKI(t)
+	tt := &spec.TLS{ServerName: serverName, CAFile: p.caFile, ALPN: []string{"h3"}}
+	for _, mode := range []string{"stream-one", "stream-up", "packet-up"} {
+		t.Run(mode, func(t *testing.T) {
+			s := newXHServer(t, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+			h3 := s.alsoH3(t)
+			d := newDialer(t, xhOutbound(h3, spec.Transport{Mode: mode, MinPostsInterval: time.Millisecond}, tt))
+			for range 2 {
+				c := xhFlow(t, d)
+				if _, ok := c.RemoteAddr().(*net.UDPAddr); !ok {
+					t.Errorf("the flow's remote end is %T %v, not the QUIC peer", c.RemoteAddr(), c.RemoteAddr())
+				}
+				xhEcho(t, c, 200_000, 16<<10)
+				c.Close()
+			}
+			if n := s.accepts.Load(); n != 1 {
+				t.Errorf("%d connections for 2 flows one after the other, want 1", n)
+			}
+			s.check(t)
+		})
+	}
+	t.Run("xmux", func(t *testing.T) {
+		s := newXHServer(t, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+		h3 := s.alsoH3(t)
+		d := newDialer(t, xhOutbound(h3, spec.Transport{Mode: "stream-up", XMux: &spec.XMux{MaxConcurrency: [2]int64{4, 4}}}, tt))
+		closeAll(xhConcurrent(t, d, 4))
+		if n := s.accepts.Load(); n != 1 {
+			t.Errorf("%d connections for 4 flows at once at 4 a connection, want 1", n)
+		}
+		if got := d.ProbeServer(); got.IsValid() {
+			t.Errorf("a TCP connect probe would reach %v, where the server listens on UDP", got)
+		}
+	})
+}
+
+// A server that does not speak QUIC fails the dial within its deadline,
+// naming HTTP/3.
+func TestXHTTPOverHTTP3NoServer(t *testing.T) {
+	p := newPKI(t)
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	tt := &spec.TLS{ServerName: serverName, CAFile: p.caFile, ALPN: []string{"h3"}}
+	d := newDialer(t, xhOutbound(pc.LocalAddr().(*net.UDPAddr).AddrPort(), spec.Transport{Mode: "stream-up"}, tt))
+	start := time.Now()
+	_, err = establish(t, d, 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "HTTP/3") || time.Since(start) > 3*time.Second {
+		t.Fatalf("dial to a silent UDP port: %v after %v", err, time.Since(start))
 	}
 }

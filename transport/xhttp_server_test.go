@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -14,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // xhServer is an XHTTP server of the tests' own, after Xray's: it checks
@@ -133,6 +137,29 @@ func (s *xhServer) alsoOn(t *testing.T) netip.AddrPort {
 		t.Fatal(err)
 	}
 	return s.serveOn(t, ln)
+}
+
+// alsoH3 serves s over HTTP/3 on a UDP port, which it returns (the
+// server must have been made with a TLS config).
+func (s *xhServer) alsoH3(t *testing.T) netip.AddrPort {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3 := &http3.Server{Handler: s.srv.Handler, TLSConfig: http3.ConfigureTLSConfig(s.tlsCfg.Clone()),
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			s.accepts.Add(1)
+			return ctx
+		}}
+	served := make(chan struct{})
+	go func() { h3.Serve(pc); close(served) }()
+	t.Cleanup(func() {
+		h3.Close()
+		pc.Close()
+		<-served
+	})
+	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // requestsAt lists the requests that came to port, by method.

@@ -41,7 +41,7 @@ type xhConn struct {
 	// (as dl's without download settings); cc is nil when the uploads
 	// open connections of their own (HTTP/1.1).
 	x        *xhttpClient
-	cc       *http.ClientConn
+	cc       xhCC
 	requests *atomic.Int64
 	// ul and dl are the flow's holds: the upload's and the download's,
 	// the same one without download settings.
@@ -404,7 +404,7 @@ func (c *xhConn) failUpload(err error) {
 
 // post sends one packet-up POST on cc and reads its answer; written, when
 // not nil, is closed once the body is sent (or the request ended).
-func (c *xhConn) post(cc *http.ClientConn, sub string, b []byte, written chan struct{}) error {
+func (c *xhConn) post(cc xhCC, sub string, b []byte, written chan struct{}) error {
 	req := c.x.cfg.request(c.ctx, http.MethodPost, sub)
 	if written == nil {
 		written = make(chan struct{})

@@ -52,7 +52,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 }
 
 // ProbeTarget is the proxy server.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.ProbeServer() }
 
 // headBufSize bounds the proxy's response head: the client runtime buffer of
 // an HTTP flow.

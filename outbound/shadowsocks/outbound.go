@@ -74,7 +74,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) CarriesUDP() bool { return o.noUDP == nil }
 
 // ProbeTarget is the proxy server, which a health probe connects to.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.ProbeServer() }
 
 // DialStream connects to the server, sends the request naming f.Dst and
 // returns once it is written. The server's salt and response header are read

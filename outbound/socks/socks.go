@@ -59,7 +59,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the SOCKS server.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.ProbeServer() }
 
 // DialStream connects to the server, negotiates the method, authenticates
 // when credentials are set and asks the server to CONNECT to the flow's

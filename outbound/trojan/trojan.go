@@ -54,7 +54,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the Trojan server.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.ProbeServer() }
 
 // DialStream connects to the server and sends the CONNECT request on its
 // own. The server connection itself is the flow's stream from there on: the

@@ -87,7 +87,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the VLESS server.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.transport.ProbeServer() }
 
 // DialStream connects to the server and sends the TCP request on its own.
 // The server's response header is read with the first Read.

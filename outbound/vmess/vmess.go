@@ -90,7 +90,7 @@ func New(o spec.Outbound, deps outbound.Deps) (*Outbound, error) {
 func (o *Outbound) CarriesUDP() bool { return true }
 
 // ProbeTarget is the proxy server, which a balancer's probe connects to.
-func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.Server() }
+func (o *Outbound) ProbeTarget() netx.Addr { return o.dialer.ProbeServer() }
 
 // DialStream opens a TCP flow to f.Dst: it returns once the request header
 // has been written to the server.

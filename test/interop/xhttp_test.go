@@ -38,6 +38,7 @@ type xhCase struct {
 	mode  string
 	tls   bool
 	h1TLS bool   // over TLS with alpn ["http/1.1"]
+	h3    bool   // over HTTP/3: alpn ["h3"] on both ends
 	xmux  string // the xmux table's keys, when set
 	keys  string // more keys of the transport table, written as they are
 	// download, when not 0, is the port of the download's own path to
@@ -56,10 +57,19 @@ var xhCases = []xhCase{
 	{name: "packet-up+tls/ranges", mode: "packet-up", tls: true, keys: `sc_max_each_post_bytes = "100000-500000", sc_min_posts_interval_ms = "5-20"`},
 	{name: "auto", mode: "auto"},
 	{name: "auto+tls", mode: "auto", tls: true},
+	{name: "stream-one+h3", mode: "stream-one", tls: true, h3: true},
+	{name: "stream-up+h3", mode: "stream-up", tls: true, h3: true},
+	{name: "packet-up+h3", mode: "packet-up", tls: true, h3: true},
 }
 
 // xhXrayConfig is an Xray server with one inbound of protocol over XHTTP.
 func xhXrayConfig(protocol string, port int, cert, key string) string {
+	return xhXrayConfigALPN(protocol, port, cert, key, "")
+}
+
+// xhXrayConfigALPN is xhXrayConfig with the TLS ALPN list alpn (JSON), when
+// not "".
+func xhXrayConfigALPN(protocol string, port int, cert, key, alpn string) string {
 	var settings string
 	switch protocol {
 	case "trojan":
@@ -71,7 +81,10 @@ func xhXrayConfig(protocol string, port int, cert, key string) string {
 	}
 	security := `"security":"none"`
 	if cert != "" {
-		security = fmt.Sprintf(`"security":"tls","tlsSettings":{"certificates":[{"certificateFile":%q,"keyFile":%q}]}`, cert, key)
+		if alpn != "" {
+			alpn = `"alpn":` + alpn + ","
+		}
+		security = fmt.Sprintf(`"security":"tls","tlsSettings":{%s"certificates":[{"certificateFile":%q,"keyFile":%q}]}`, alpn, cert, key)
 	}
 	return fmt.Sprintf(`{"log":{"loglevel":"warning"},"inbounds":[{"listen":"127.0.0.1","port":%d,"protocol":%q,"settings":%s,"streamSettings":{"network":"xhttp",%s,"xhttpSettings":{"path":%q,"mode":"auto"}}}],"outbounds":[{"protocol":"freedom"}]}`,
 		port, protocol, settings, security, xhPath)
@@ -102,8 +115,11 @@ func xhOutbound(protocol string, c xhCase, port int, cert string) string {
 	fmt.Fprintf(&b, "transport = { type = \"xhttp\", path = %q, mode = %q%s }\n", xhPath, c.mode, xmux)
 	if c.tls {
 		alpn := ""
-		if c.h1TLS {
+		switch {
+		case c.h1TLS:
 			alpn = `, alpn = ["http/1.1"]`
+		case c.h3:
+			alpn = `, alpn = ["h3"]`
 		}
 		fmt.Fprintf(&b, "tls = { server_name = %q, ca_file = %q%s }\n", interopHost, cert, alpn)
 	}
@@ -120,7 +136,12 @@ func xhStart(t *testing.T, protocol string, c xhCase) (proxy string, port int) {
 		cert, key = tlsFiles(t)
 	}
 	port = freePort(t)
-	startPeer(t, "xray", xhXrayConfig(protocol, port, cert, key), port)
+	if c.h3 {
+		// Xray's HTTP/3 inbound listens on UDP alone.
+		startPeer(t, "xray", xhXrayConfigALPN(protocol, port, cert, key, `["h3"]`), 0)
+	} else {
+		startPeer(t, "xray", xhXrayConfig(protocol, port, cert, key), port)
+	}
 	return startSwitchyard(t, xhOutbound(protocol, c, port, cert), "proxy"), port
 }
 
