@@ -217,6 +217,7 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 	}
 	o["transport"] = tr
 	wsALPN(o, tr)
+	xhttpH3(o, tr)
 	return nil
 }
 

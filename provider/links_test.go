@@ -38,6 +38,7 @@ func TestLinkEdgeCases(t *testing.T) {
 		{link: "vless://u@h:443?type=xhttp&mode=packet-up&extra=" + url.QueryEscape(`{"scMinPostsIntervalMs":"10-50","scMaxEachPostBytes":{"from":500000,"to":1000000}}`) + "#x",
 			name: "x", key: "transport", value: "map[mode:packet-up sc_max_each_post_bytes:500000-1000000 sc_min_posts_interval_ms:10-50 type:xhttp]"},
 		{link: "vless://u@h:443?type=xhttp&extra=%7Bnope", err: "xhttp extra is not a JSON object"},
+		{link: "vless://u@h:443?security=tls&alpn=h3&fp=chrome&type=xhttp#x", name: "x", key: "tls", value: "map[alpn:[h3]]"},
 		{link: "trojan://a:b@h:443#x", name: "x", key: "password", value: "a:b"},
 		{link: "trojan://p@h:443?security=none#x", name: "x", key: "tls", value: ""},
 		{link: "hy2://p@h:443,5000-6000/#x", err: "port hopping"},

@@ -253,7 +253,22 @@ func streamFromQuery(o map[string]any, q url.Values, host string) error {
 	}
 	o["transport"] = tr
 	wsALPN(o, tr)
+	xhttpH3(o, tr)
 	return nil
+}
+
+// xhttpH3 drops the browser fingerprint of a TLS layer under an xhttp
+// transport over HTTP/3 (alpn h3): QUIC's handshake has no browser shape,
+// and the loader refuses the two together. Clients (mihomo's too) write
+// client-fingerprint for every node.
+func xhttpH3(o, tr map[string]any) {
+	t, ok := o["tls"].(map[string]any)
+	if !ok || tr["type"] != "xhttp" {
+		return
+	}
+	if alpn, _ := t["alpn"].([]string); len(alpn) == 1 && alpn[0] == "h3" {
+		delete(t, "fingerprint")
+	}
 }
 
 // wsALPN keeps only http/1.1 in the ALPN of a TLS layer under a ws or
