@@ -617,3 +617,24 @@ func TestXHTTPOverHTTP3NoServer(t *testing.T) {
 		t.Fatalf("dial to a silent UDP port: %v after %v", err, time.Since(start))
 	}
 }
+
+// A download over HTTP/3 beside an upload over HTTP/2: each path runs its
+// own HTTP version.
+func TestXHTTPDownloadSettingsOverHTTP3(t *testing.T) {
+	p := newPKI(t)
+	s := newXHServer(t, p.serverConfig(tls.VersionTLS13, tls.VersionTLS13))
+	h3 := s.alsoH3(t)
+	up := &spec.TLS{ServerName: serverName, CAFile: p.caFile}
+	down := &spec.TLS{ServerName: serverName, CAFile: p.caFile, ALPN: []string{"h3"}}
+	d := newDialer(t, xhOutbound(s.addr, spec.Transport{Mode: "stream-up",
+		Download: &spec.XHTTPDownload{Server: h3.String(), TLS: down, Path: "/xh", Host: serverName}}, up))
+	c := xhFlow(t, d)
+	if _, ok := c.RemoteAddr().(*net.UDPAddr); !ok {
+		t.Errorf("the download's remote end is %T, not the QUIC peer", c.RemoteAddr())
+	}
+	xhEcho(t, c, 200_000, 16<<10)
+	c.Close()
+	if ups := s.requestsAt(s.addr.Port()); ups["GET"] != 0 || ups["POST"] != 1 {
+		t.Errorf("requests over HTTP/2 %v, want the one streamed POST", ups)
+	}
+}
