@@ -254,6 +254,7 @@ type xhttpClient struct {
 
 	mu      sync.Mutex
 	conns   []*xhH2            // HTTP/2 connections new flows may take, oldest first
+	idle    []*xhH2            // those of conns without a flow, the last idle last
 	pending int                // connects under way for conns
 	live    map[*xhH2]struct{} // every HTTP/2 connection not closed
 	closed  bool
@@ -408,11 +409,18 @@ func (x *xhttpClient) unlistLocked(c *xhH2) {
 
 // busyLocked ends c's wait for a flow. x.mu is held.
 func (x *xhttpClient) busyLocked(c *xhH2) {
-	if c.idle {
-		c.idle = false
-		x.idleN.Add(-1)
-		c.timer.Stop()
+	if !c.idle {
+		return
 	}
+	c.idle = false
+	c.timer.Stop()
+	for i := len(x.idle) - 1; i >= 0; i-- {
+		if x.idle[i] == c {
+			x.idle = slices.Delete(x.idle, i, i+1)
+			break
+		}
+	}
+	x.idleN.Store(int32(len(x.idle)))
 }
 
 // idleLocked starts c's wait for its next flow. x.mu is held.
@@ -421,7 +429,8 @@ func (x *xhttpClient) idleLocked(c *xhH2) {
 		return
 	}
 	c.idle = true
-	x.idleN.Add(1)
+	x.idle = append(x.idle, c)
+	x.idleN.Store(int32(len(x.idle)))
 	if c.timer == nil {
 		c.timer = time.AfterFunc(xhttpIdle, func() {
 			x.mu.Lock()
@@ -534,25 +543,50 @@ func (x *xhttpClient) take() *xhH2 {
 	}()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i := len(x.conns) - 1; i >= 0; i-- {
-		if c := x.conns[i]; !c.usable() {
-			x.unlistLocked(c)
-			if c.flows == 0 {
-				stale = append(stale, c)
+	if x.connections > 0 {
+		// Bounded by max_connections: count only the ones that may
+		// still take flows.
+		for i := len(x.conns) - 1; i >= 0; i-- {
+			if c := x.conns[i]; !c.usable() {
+				x.unlistLocked(c)
+				if c.flows == 0 {
+					stale = append(stale, c)
+				}
 			}
 		}
-	}
-	if x.connections > 0 && int64(len(x.conns)+x.pending) < x.connections {
-		return nil
-	}
-	var best *xhH2
-	for i := len(x.conns) - 1; i >= 0; i-- {
-		c := x.conns[i]
-		if x.concurrency > 0 && int64(c.flows) >= x.concurrency {
-			continue
+		if int64(len(x.conns)+x.pending) < x.connections {
+			return nil
 		}
-		if best == nil || c.flows < best.flows {
+	}
+	// An idle connection has the fewest flows: the newest that may still
+	// take one. Only when none is idle and a connection may carry more
+	// than one flow are the busy ones looked at (by default none is).
+	best := (*xhH2)(nil)
+	for n := len(x.idle); n > 0 && best == nil; n = len(x.idle) {
+		c := x.idle[n-1]
+		if c.usable() {
 			best = c
+			break
+		}
+		x.unlistLocked(c)
+		stale = append(stale, c)
+	}
+	if best == nil && x.concurrency != 1 {
+		for i := len(x.conns) - 1; i >= 0; i-- {
+			c := x.conns[i]
+			if x.concurrency > 0 && int64(c.flows) >= x.concurrency {
+				continue
+			}
+			if !c.usable() {
+				x.unlistLocked(c)
+				if c.flows == 0 {
+					stale = append(stale, c)
+				}
+				continue
+			}
+			if best == nil || c.flows < best.flows {
+				best = c
+			}
 		}
 	}
 	if best == nil {
