@@ -24,6 +24,7 @@
 #   trojan     Trojan over TLS
 #   vless-xhttp  VLESS over XHTTP (mode auto: packet-up) over TLS, HTTP/2; no
 #              sing-box client: sing-box has no XHTTP
+#   vless-xhttp-h3  the same over HTTP/3 (alpn h3: QUIC); no sing-box client
 #   ss         Shadowsocks 2022-blake3-aes-128-gcm over TCP
 #   hysteria2  Hysteria 2 over QUIC (TCP flows only)
 #   wireguard  WireGuard over UDP, userspace stacks on every side (TCP flows
@@ -274,6 +275,17 @@ uuid = \"$uuid\"
 transport = { type = \"xhttp\", path = \"/xh\", mode = \"auto\" }
 $sy_tls"
 		;;
+	vless-xhttp-h3)
+		label="vless over xhttp (auto: packet-up) over http/3"
+		udp=1
+		server_inbound="\"protocol\":\"vless\",\"settings\":{\"clients\":[{\"id\":\"$uuid\"}],\"decryption\":\"none\"},\"streamSettings\":{\"network\":\"xhttp\",\"xhttpSettings\":{\"path\":\"/xh\",\"mode\":\"auto\"},\"security\":\"tls\",$hy2_server_tls}"
+		client_outbound="{\"protocol\":\"vless\",\"settings\":{\"vnext\":[{\"address\":\"127.0.0.1\",\"port\":$port,\"users\":[{\"id\":\"$uuid\",\"encryption\":\"none\"}]}]},\"streamSettings\":{\"network\":\"xhttp\",\"xhttpSettings\":{\"path\":\"/xh\",\"mode\":\"auto\"},\"security\":\"tls\",$hy2_client_tls}}"
+		sy_outbound="type = \"vless\"
+server = \"127.0.0.1:$port\"
+uuid = \"$uuid\"
+transport = { type = \"xhttp\", path = \"/xh\", mode = \"auto\" }
+tls = { server_name = \"$host\", ca_file = \"$work/cert.pem\", alpn = [\"h3\"] }"
+		;;
 	wireguard)
 		# One server peer per client, each with its own key and tunnel
 		# address: two clients sharing a key would roam the one peer's
@@ -311,9 +323,9 @@ status=0
 read -r -a cases <<<"${BENCH_CASES:-vless vless-reality vmess trojan ss hysteria2 wireguard vless-xhttp}"
 for c in "${cases[@]}"; do
 	case "$c" in
-	vless | vless-reality | vless-reality-tls | vmess | trojan | ss | hysteria2 | wireguard | vless-xhttp) ;;
+	vless | vless-reality | vless-reality-tls | vmess | trojan | ss | hysteria2 | wireguard | vless-xhttp | vless-xhttp-h3) ;;
 	*)
-		echo "run.sh: unknown case $c (want vless, vless-reality, vless-reality-tls, vmess, trojan, ss, hysteria2, wireguard or vless-xhttp)" >&2
+		echo "run.sh: unknown case $c (want vless, vless-reality, vless-reality-tls, vmess, trojan, ss, hysteria2, wireguard, vless-xhttp or vless-xhttp-h3)" >&2
 		exit 2
 		;;
 	esac
