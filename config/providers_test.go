@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"switchyard/spec"
 )
@@ -60,7 +61,7 @@ use = ["sub"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "xhttp node", "xhttp split", "hy2", "sock", "web", "wg"}
+	nodes := []string{"HK 01", "HK 01 2", "JP vmess ws", "US grpc", "vision", "reality", "trojan hu", "xhttp node", "xhttp split", "xhttp paced", "hy2", "sock", "web", "wg"}
 	if len(s.Providers) != 1 || s.Providers[0].Tag != "sub" || !slices.Equal(s.Providers[0].Nodes, nodes) {
 		t.Fatalf("providers %+v", s.Providers)
 	}
@@ -89,6 +90,9 @@ use = ["sub"]
 	if dl := split.Transport.Download; dl == nil || dl.Server != "d.example.com:8443" || dl.TLS == nil || dl.TLS.ServerName != "d.example.com" ||
 		dl.Path != "/dl" || dl.Host != "d.example.com" || !spec.Equal(dl.XMux, &spec.XMux{MaxConcurrency: [2]int64{4, 4}}) {
 		t.Errorf("xhttp split: download %+v", dl)
+	}
+	if paced, _ := outboundByTag(s, "xhttp paced"); paced.Transport.MaxEachPostBytes != 500000 || paced.Transport.MinPostsInterval != 10*time.Millisecond || paced.Transport.MinPostsIntervalMax != 50*time.Millisecond {
+		t.Errorf("xhttp paced: %+v", paced.Transport)
 	}
 	if hy, _ := outboundByTag(s, "hy2"); hy.UpMbps != 30 || hy.DownMbps != 200 || hy.Obfs == nil || hy.Obfs.Password != "opass" {
 		t.Errorf("hy2: %+v", hy)

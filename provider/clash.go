@@ -205,6 +205,11 @@ func clashStream(m, o map[string]any, host string, withTLS bool) error {
 		if truthyAny(opts["no-grpc-header"]) {
 			tr["no_grpc_header"] = true
 		}
+		for _, k := range []string{"sc-max-each-post-bytes", "sc-min-posts-interval-ms"} {
+			if v := text(opts, k); v != "" {
+				tr[strings.ReplaceAll(k, "-", "_")] = v
+			}
+		}
 		if opts["download-settings"] != nil {
 			dl, err := clashDownload(m, mapOf(opts["download-settings"]), withTLS)
 			if err != nil {
