@@ -55,12 +55,8 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 		k := key + ".sc_max_each_post_bytes"
 		if !packetUp {
 			l.errorf(k, "only packet-up sends POSTs of a bounded size; mode %q streams its upload", t.Mode)
-		} else if lo, hi, ok := l.countRange(k, v); ok {
-			if lo < 1 || hi > maxMaxEachPostBytes || lo > hi {
-				l.errorf(k, "%s is out of range 1..%d (MIN no more than MAX)", rangeText(lo, hi), maxMaxEachPostBytes)
-			} else {
-				t.MaxEachPostBytes, t.MaxEachPostBytesMax = int(lo), int(hi)
-			}
+		} else if lo, hi, ok := l.boundedRange(k, v, 1, maxMaxEachPostBytes); ok {
+			t.MaxEachPostBytes, t.MaxEachPostBytesMax = int(lo), int(hi)
 		}
 	}
 	t.MinPostsInterval = defaultMinPostsIntervalMs * time.Millisecond
@@ -68,12 +64,8 @@ func (l *lowerer) xhttp(key string, f *fileTransport, t *spec.Transport, tlsTabl
 		k := key + ".sc_min_posts_interval_ms"
 		if !packetUp {
 			l.errorf(k, "only packet-up spaces its POSTs; mode %q streams its upload", t.Mode)
-		} else if lo, hi, ok := l.countRange(k, v); ok {
-			if lo < 0 || hi > maxMinPostsIntervalMs || lo > hi {
-				l.errorf(k, "%s is out of range 0..%d (MIN no more than MAX)", rangeText(lo, hi), maxMinPostsIntervalMs)
-			} else {
-				t.MinPostsInterval, t.MinPostsIntervalMax = time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond
-			}
+		} else if lo, hi, ok := l.boundedRange(k, v, 0, maxMinPostsIntervalMs); ok {
+			t.MinPostsInterval, t.MinPostsIntervalMax = time.Duration(lo)*time.Millisecond, time.Duration(hi)*time.Millisecond
 		}
 	}
 	if t.MaxEachPostBytesMax == t.MaxEachPostBytes {
@@ -269,20 +261,27 @@ func (l *lowerer) xmux(key string, f *fileXMux) *spec.XMux {
 }
 
 // xmuxBound lowers one xmux bound: a count, or a string "N" or "MIN-MAX",
-// 0..maxXMuxBound; [0, 0] when it is not written.
+// 0..maxXMuxBound (0: none); [0, 0] when it is not written.
 func (l *lowerer) xmuxBound(key string, v any) [2]int64 {
 	if v == nil {
 		return [2]int64{}
 	}
-	lo, hi, ok := l.countRange(key, v)
+	lo, hi, ok := l.boundedRange(key, v, 0, maxXMuxBound)
 	if !ok {
 		return [2]int64{}
 	}
-	if lo < 0 || hi > maxXMuxBound || lo > hi {
-		l.errorf(key, "%s: a bound is 0..%d (0: none), MIN no more than MAX", rangeText(lo, hi), maxXMuxBound)
-		return [2]int64{}
-	}
 	return [2]int64{lo, hi}
+}
+
+// boundedRange reads a count or a range (countRange) within min..max, MIN
+// no more than MAX; ok false (reported) otherwise.
+func (l *lowerer) boundedRange(key string, v any, min, max int64) (lo, hi int64, ok bool) {
+	lo, hi, ok = l.countRange(key, v)
+	if ok && (lo < min || hi > max || lo > hi) {
+		l.errorf(key, "%s is out of range %d..%d (MIN no more than MAX)", rangeText(lo, hi), min, max)
+		return 0, 0, false
+	}
+	return lo, hi, ok
 }
 
 // countRange reads a count or a range, as Xray writes them: an integer,

@@ -173,9 +173,9 @@ tls = {}
 `, []want{
 		{6, "outbounds[0].transport.no_grpc_header", `mode "packet-up" streams no POST`},
 		{6, "outbounds[0].transport.xmux", "xmux shares HTTP/2 connections between flows; this transport runs packet-up over HTTP/1.1"},
-		{12, "outbounds[1].transport.xmux.max_concurrency", "8-4: a bound is 0..2147483647 (0: none), MIN no more than MAX"},
+		{12, "outbounds[1].transport.xmux.max_concurrency", "8-4 is out of range 0..2147483647 (MIN no more than MAX)"},
 		{12, "outbounds[1].transport.xmux.c_max_reuse_times", `"many" is not a count or a range "MIN-MAX"`},
-		{12, "outbounds[1].transport.xmux.h_max_request_times", "-3: a bound is 0..2147483647"},
+		{12, "outbounds[1].transport.xmux.h_max_request_times", "-3 is out of range 0..2147483647"},
 		{12, "outbounds[1].transport.xmux.h_max_reusable_secs", `must be a count or a string "N" or "MIN-MAX"`},
 		{12, "outbounds[1].transport.xmux.h_keep_alive_period", "100000 is over 86400 seconds"},
 		{19, "outbounds[2].transport.xmux.concurrency", `unknown key "concurrency"`},
