@@ -19,6 +19,7 @@
 #   BENCH_SPLIT  P:H (e.g. 1:0): each proxy runs on CPUs P, the servers and
 #                the harness on CPUs H, so that the load the harness makes
 #                does not take CPU from the proxy it measures
+#   BENCH_ONLY   if set (tcp, rate, udp or window), measure only that figure
 #   BENCH_KEEP   if set, keep the work folder (configs, logs, binaries)
 set -euo pipefail
 
@@ -111,7 +112,7 @@ measure_one() { # name cmd...
 	ip -n "$C" link set "$dev" up 2>/dev/null || true
 	ip -n "$C" route replace default dev "$dev"
 	sleep 0.5
-	ip netns exec "$C" "${load_cpus[@]}" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" | tee -a "$work/$name.out" >&2
+	ip netns exec "$C" "${load_cpus[@]}" "$work/tun" measure -addr "$server" -pid "$pid" -d "${BENCH_D:-5s}" -only "${BENCH_ONLY:-}" | tee -a "$work/$name.out" >&2
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
 	ip -n "$C" route del default 2>/dev/null || true
