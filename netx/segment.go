@@ -92,7 +92,7 @@ func (u *DualUDP) WriteBatchTo(ps [][]byte, to netip.AddrPort) (int, error) {
 			u.unsegmented.Store(true)
 		}
 		for _, p := range ps[sent : sent+n] {
-			if _, err := c.WriteToUDPAddrPort(p, to); err != nil {
+			if err := sendDatagram(c, p, to); err != nil {
 				return sent, err
 			}
 			sent++

@@ -19,25 +19,19 @@ func sendSegmentedOS(c *net.UDPConn, ps [][]byte, to netip.AddrPort) error {
 	if err != nil {
 		return err
 	}
-	var sa unix.Sockaddr
-	if a := to.Addr(); a.Is4() {
-		sa = &unix.SockaddrInet4{Port: int(to.Port()), Addr: a.As4()}
-	} else {
-		sa = &unix.SockaddrInet6{Port: int(to.Port()), Addr: a.As16()}
-	}
 	var buf [32]byte
 	oob := buf[:segmentOOBLen]
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 	h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
 	h.SetLen(unix.CmsgLen(2))
 	binary.NativeEndian.PutUint16(oob[unix.CmsgLen(0):], uint16(len(ps[0])))
-	var serr error
+	var e unix.Errno
 	err = rc.Write(func(fd uintptr) bool {
-		_, serr = unix.SendmsgBuffers(int(fd), ps, oob, sa, 0)
-		return serr != unix.EAGAIN
+		e = sendmsg(fd, ps, oob, to)
+		return e != unix.EAGAIN
 	})
-	if err == nil {
-		err = serr
+	if err == nil && e != 0 {
+		err = e
 	}
 	switch {
 	case err == nil:

@@ -143,8 +143,7 @@ func (u *DualUDP) WriteTo(p []byte, to netip.AddrPort) error {
 	if !u.used[f].Load() {
 		u.use(f)
 	}
-	_, err := c.WriteToUDPAddrPort(p, to)
-	return err
+	return sendDatagram(c, p, to)
 }
 
 func errNoFamilySocket(to netip.AddrPort) error {

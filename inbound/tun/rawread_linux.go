@@ -4,11 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
+
+	"switchyard/netx"
 )
 
 // A device opened with offloads (the virtio-net header before each packet,
@@ -39,6 +42,17 @@ func rawFile(dev interface{ BatchSize() int }) (*os.File, bool) {
 		return nil, false
 	}
 	return f.File(), true
+}
+
+// deviceWriter is the writer of f, the device's file: one raw write a
+// packet (netx.NonblockingWriter; the device is non-blocking), or f's own
+// writes if it has no descriptor.
+func deviceWriter(f *os.File) io.Writer {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	return netx.NonblockingWriter(rc)
 }
 
 // segmentationOffload reports whether the kernel cuts a UDP packet written
@@ -81,7 +95,7 @@ func (in *Inbound) readRaw(f *os.File) {
 	var waited bool // the device had nothing waiting: a packet arrives alone
 	read := func(fd uintptr) bool {
 		for off := 0; len(pkts) < rawBatchPackets && len(arena)-off >= virtioHdrLen+65535; {
-			n, err := unix.Read(int(fd), arena[off:])
+			n, err := netx.ReadNonblocking(fd, arena[off:]) // raw: the device is non-blocking
 			switch {
 			case err == unix.EINTR:
 				continue

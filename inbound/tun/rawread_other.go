@@ -2,7 +2,10 @@
 
 package tun
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // rawFile: the device is read through its Read everywhere but on Linux.
 func rawFile(interface{ BatchSize() int }) (*os.File, bool) { return nil, false }
@@ -10,3 +13,5 @@ func rawFile(interface{ BatchSize() int }) (*os.File, bool) { return nil, false 
 func (in *Inbound) readRaw(*os.File) {}
 
 func segmentationOffload(*os.File) bool { return false }
+
+func deviceWriter(f *os.File) io.Writer { return f }

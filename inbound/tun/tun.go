@@ -25,8 +25,8 @@ type Inbound struct {
 	dev tun.Device
 	// raw is the device's file when an offloading device is read and
 	// written here (rawread_linux.go), bypassing the device's own Read and
-	// Write; nil otherwise. Its writes go through rawOut: raw itself, or a
-	// test's stand-in.
+	// Write; nil otherwise. Its writes go through rawOut: raw's raw writes
+	// (deviceWriter), or a test's stand-in.
 	raw    *os.File
 	rawOut io.Writer
 	// segment: the kernel takes UDP segmentation offload on raw's writes
@@ -77,7 +77,7 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	}
 	in.udp = newAssociations(in)
 	if f, ok := rawFile(dev); ok {
-		in.raw, in.rawOut = f, f
+		in.raw, in.rawOut = f, deviceWriter(f)
 		in.segment.Store(segmentationOffload(f))
 	}
 	fwd := tcp.NewForwarder(st.Stack(), 0, cfg.MaxHandshakes, in.handleTCP)
