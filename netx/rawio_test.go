@@ -60,6 +60,16 @@ func TestRawSendsReachBothFamilies(t *testing.T) {
 	}
 }
 
+// A raw send allocates nothing: the address is built on the stack.
+func TestRawSendAllocatesNothing(t *testing.T) {
+	u := bindV4(t)
+	_, to := batchReceiver(t)
+	p := []byte("x")
+	if n := testing.AllocsPerRun(100, func() { u.WriteTo(p, to) }); n != 0 {
+		t.Fatalf("%v allocations a send, want none", n)
+	}
+}
+
 // A raw send on a closed socket fails as the net package's does.
 func TestRawSendOnClosedSocket(t *testing.T) {
 	u := bindV4(t)

@@ -97,8 +97,6 @@ func (in *Inbound) readRaw(f *os.File) {
 		for off := 0; len(pkts) < rawBatchPackets && len(arena)-off >= virtioHdrLen+65535; {
 			n, err := netx.ReadNonblocking(fd, arena[off:]) // raw: the device is non-blocking
 			switch {
-			case err == unix.EINTR:
-				continue
 			case err == unix.EAGAIN:
 				if len(pkts) == 0 {
 					waited = true
