@@ -110,9 +110,13 @@ type DualUDP struct {
 	stop        chan struct{} // closed by Close
 
 	once   sync.Once
-	mu     sync.Mutex // guards closed and the start of readers
+	mu     sync.Mutex // guards closed, the start of readers, polled and closedHook
 	closed bool
-	wg     sync.WaitGroup // the per-family readers once both are in use
+	// polled: a Poller reads the sockets (PollSources); closedHook tells
+	// it the link closed.
+	polled     bool
+	closedHook func()
+	wg         sync.WaitGroup // the per-family readers once both are in use
 
 	// The state of the link's reader (ReadFrom and WaitPacket are called by
 	// one goroutine at a time).
@@ -161,7 +165,9 @@ func (u *DualUDP) use(f Family) {
 	case u.wake <- struct{}{}:
 	default:
 	}
-	if other := u.socks[1-f]; other != nil && u.used[1-f].Load() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if other := u.socks[1-f]; other != nil && u.used[1-f].Load() && !u.polled {
 		other.SetReadDeadline(LongAgo)
 	}
 }
@@ -350,6 +356,12 @@ func (u *DualUDP) Close() error {
 			}
 		}
 		u.wg.Wait()
+		u.mu.Lock()
+		hook := u.closedHook
+		u.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 	})
 	return errors.Join(errs...)
 }
