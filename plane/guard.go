@@ -116,3 +116,17 @@ func (g *guardedLink) Close() error {
 	g.once.Do(func() { g.t.remove(g) })
 	return g.link.Close()
 }
+
+// PollSources forwards the inner link's, with a drain reported as
+// ReadPacket reports it (netx.PollableLink).
+func (g *guardedLink) PollSources(closed func()) []netx.PollSource {
+	srcs := netx.PollSourcesOf(g.link, closed)
+	for i := range srcs {
+		read := srcs[i].Read
+		srcs[i].Read = func(p []byte) (int, netx.Addr, error) {
+			n, from, err := read(p)
+			return n, from, g.err(err)
+		}
+	}
+	return srcs
+}

@@ -116,3 +116,28 @@ func (l *Link) ended() error {
 	}
 	return nil
 }
+
+// PollSources forwards the inner link's, each datagram counted as
+// ReadPacket counts it (netx.PollableLink). A paced link has none: its
+// reads wait their turn, which a Poller's cannot.
+func (l *Link) PollSources(closed func()) []netx.PollSource {
+	if l.m.user != nil {
+		return nil
+	}
+	srcs := netx.PollSourcesOf(l.l, closed)
+	for i := range srcs {
+		read := srcs[i].Read
+		srcs[i].Read = func(p []byte) (int, netx.Addr, error) {
+			n, from, err := read(p)
+			if err != nil {
+				return n, from, l.m.err(err)
+			}
+			if err := l.ended(); err != nil {
+				return 0, netx.Addr{}, err
+			}
+			l.m.addDown(int64(n))
+			return n, from, nil
+		}
+	}
+	return srcs
+}

@@ -312,3 +312,6 @@ func (l *resolvingUDP) Close() error {
 	l.lookups.Wait()
 	return l.u.Close()
 }
+
+// PollSources hands the sockets to a Poller (netx.PollableLink).
+func (l *resolvingUDP) PollSources(closed func()) []netx.PollSource { return l.u.PollSources(closed) }
