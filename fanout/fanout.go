@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,8 @@ type Link struct {
 	drops atomic.Uint64 // packets accepted and never handed to a sub-link
 
 	batches func() netx.PacketBatch // set by PushPackets or PushBatches; guarded by mu
+	poller  *netx.Poller            // set by DriveWith; guarded by mu
+	polls   []*polled               // the sub-links the poller reads, until they end; guarded by mu
 	recv    chan delivery           // sub-link readers hand datagrams to ReadPacket
 	done    chan struct{}           // closed by Close
 	opens   sync.WaitGroup          // one per open in progress
@@ -408,6 +411,14 @@ func (l *Link) Close() error {
 		}
 	}
 	l.opens.Wait()
+	// The poller's readers end here, not on the poller's goroutine: Close
+	// may run on it (an inbound evicting an association as it reads).
+	l.mu.Lock()
+	polls := slices.Clone(l.polls)
+	l.mu.Unlock()
+	for _, pr := range polls {
+		pr.stop()
+	}
 	l.readers.Wait()
 	return errors.Join(errs...)
 }

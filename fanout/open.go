@@ -177,8 +177,11 @@ func (l *Link) flush(s *sub, link *track.Link, pl *plane.Plane) {
 		if len(q) == 0 {
 			s.opening = false
 			l.readers.Add(1)
-			go l.read(s, l.batches)
+			open, poller := l.batches, l.poller
 			l.mu.Unlock()
+			if poller == nil || open == nil || !l.poll(s, open, poller) {
+				go l.read(s, open)
+			}
 			return
 		}
 		l.mu.Unlock()

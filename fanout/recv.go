@@ -75,23 +75,10 @@ func (l *Link) read(s *sub, open func() netx.PacketBatch) {
 		n, from, err := s.link.ReadPacket(*bp)
 		if err != nil {
 			netx.PutBuf(bp)
-			// The flow's Score outcome is taken before anything retires
-			// the sub-link or reports its health.
-			if s.report != nil {
-				s.report.readEnded(err)
-			}
-			if l.remove(s) {
-				s.link.Close()
-				l.debug("udp fan-out: sub-link %s ended: %v", s.id, err)
-				if !errors.Is(err, net.ErrClosed) {
-					l.reportPath(s.node, false)
-				}
-			}
+			l.readFailed(s, err)
 			return
 		}
-		if !s.replied.Load() && s.replied.CompareAndSwap(false, true) {
-			l.reportPath(s.node, true)
-		}
+		l.replied(s)
 		if batch != nil {
 			batch.Add((*bp)[:n], from)
 			netx.PutBuf(bp)
@@ -117,6 +104,31 @@ func (l *Link) read(s *sub, open func() netx.PacketBatch) {
 		netx.PutBuf(bp)
 		if s.report != nil {
 			s.report.deliveredBytes(n)
+		}
+	}
+}
+
+// replied notes a datagram s received: its first reports the path's
+// health.
+func (l *Link) replied(s *sub) {
+	if !s.replied.Load() && s.replied.CompareAndSwap(false, true) {
+		l.reportPath(s.node, true)
+	}
+}
+
+// readFailed ends s, whose read failed with err: it is removed (unless
+// something else removed it first) and closed.
+func (l *Link) readFailed(s *sub, err error) {
+	// The flow's Score outcome is taken before anything retires the
+	// sub-link or reports its health.
+	if s.report != nil {
+		s.report.readEnded(err)
+	}
+	if l.remove(s) {
+		s.link.Close()
+		l.debug("udp fan-out: sub-link %s ended: %v", s.id, err)
+		if !errors.Is(err, net.ErrClosed) {
+			l.reportPath(s.node, false)
 		}
 	}
 }
