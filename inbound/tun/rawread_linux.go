@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -82,60 +83,115 @@ func segmentationOffload(f *os.File) bool {
 // once: the device is read again only when it was found busy, so a flow
 // with one packet in flight costs no more reads than before.
 func (in *Inbound) readRaw(f *os.File) {
-	rc, err := f.SyscallConn()
+	r, err := newRawReader(in, f, false)
 	if err != nil {
-		in.log.Error("tun device read failed: the inbound stops", "error", err)
-		in.cancel()
+		in.rawReadFailed(err)
 		return
 	}
-	arena := make([]byte, rawArena)
-	b := newRawBatch(in)
-	pkts := make([][]byte, 0, rawBatchPackets)
-	var readErr error
-	var waited bool // the device had nothing waiting: a packet arrives alone
-	read := func(fd uintptr) bool {
-		for off := 0; len(pkts) < rawBatchPackets && len(arena)-off >= virtioHdrLen+65535; {
-			n, err := netx.ReadNonblocking(fd, arena[off:]) // raw: the device is non-blocking
-			switch {
-			case err == unix.EAGAIN:
-				if len(pkts) == 0 {
-					waited = true
-					return false // wait until the device is readable
-				}
-				return true
-			case err != nil:
-				readErr = err
-				return true
-			}
-			pkts = append(pkts, arena[off:off+n])
-			off += n
-			if waited {
-				return true
-			}
-		}
-		return true
-	}
 	for {
-		pkts, waited = pkts[:0], false
-		err := rc.Read(read)
-		for _, p := range pkts {
-			if len(p) >= virtioHdrLen {
-				b.take(parseVirtioHdr(p), p[virtioHdrLen:])
-			}
-		}
-		b.flush()
-		if err == nil {
-			err, readErr = readErr, nil
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) || errors.Is(err, unix.EBADFD) || in.ctx.Err() != nil {
-				return
-			}
-			in.log.Error("tun device read failed: the inbound stops", "error", err)
-			in.cancel()
+		if err := r.turn(); err != nil {
+			in.rawReadFailed(err)
 			return
 		}
 	}
+}
+
+// pollRaw has p read f, the device's file, on its goroutine, which also
+// reads the associations' direct sockets (netx.Poller): each turn reads
+// what is waiting, up to rawBatchPackets packets.
+func (in *Inbound) pollRaw(p *netx.Poller, f *os.File) error {
+	r, err := newRawReader(in, f, true)
+	if err != nil {
+		return err
+	}
+	_, err = p.Watch(r.rc, func([]byte) bool {
+		if err := r.turn(); err != nil {
+			in.rawReadFailed(err)
+			return false
+		}
+		return true
+	})
+	return err
+}
+
+// rawReadFailed ends the device's reading: quietly when the device
+// closed, else with an error line, and the inbound stops.
+func (in *Inbound) rawReadFailed(err error) {
+	if errors.Is(err, os.ErrClosed) || errors.Is(err, unix.EBADFD) || in.ctx.Err() != nil {
+		return
+	}
+	in.log.Error("tun device read failed: the inbound stops", "error", err)
+	in.cancel()
+}
+
+// rawReader is the device's reader: its fields carry a read's state
+// through RawConn.Read, whose function is made once.
+type rawReader struct {
+	in    *Inbound
+	rc    syscall.RawConn
+	fn    func(fd uintptr) bool
+	arena []byte
+	b     *rawBatch
+	pkts  [][]byte
+	// polled: a Poller calls turn when the device is readable, and the
+	// read never waits.
+	polled  bool
+	waited  bool // the device had nothing waiting: a packet arrives alone
+	readErr error
+}
+
+func newRawReader(in *Inbound, f *os.File, polled bool) (*rawReader, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &rawReader{
+		in: in, rc: rc, arena: make([]byte, rawArena), b: newRawBatch(in),
+		pkts: make([][]byte, 0, rawBatchPackets), polled: polled,
+	}
+	r.fn = r.read
+	return r, nil
+}
+
+func (r *rawReader) read(fd uintptr) bool {
+	for off := 0; len(r.pkts) < rawBatchPackets && len(r.arena)-off >= virtioHdrLen+65535; {
+		n, err := netx.ReadNonblocking(fd, r.arena[off:]) // raw: the device is non-blocking
+		switch {
+		case err == unix.EAGAIN:
+			if len(r.pkts) == 0 && !r.polled {
+				r.waited = true
+				return false // wait until the device is readable
+			}
+			return true
+		case err != nil:
+			r.readErr = err
+			return true
+		}
+		r.pkts = append(r.pkts, r.arena[off:off+n])
+		off += n
+		if r.waited {
+			return true
+		}
+	}
+	return true
+}
+
+// turn reads the packets waiting (the goroutine's reader waits for the
+// first) and hands each on; it returns the read's error.
+func (r *rawReader) turn() error {
+	r.pkts, r.waited = r.pkts[:0], false
+	err := r.rc.Read(r.fn)
+	for _, p := range r.pkts {
+		if len(p) >= virtioHdrLen {
+			r.b.take(parseVirtioHdr(p), p[virtioHdrLen:])
+		}
+	}
+	clear(r.pkts)
+	r.b.flush()
+	if err == nil {
+		err, r.readErr = r.readErr, nil
+	}
+	return err
 }
 
 const (

@@ -5,6 +5,8 @@ package tun
 import (
 	"io"
 	"os"
+
+	"switchyard/netx"
 )
 
 // rawFile: the device is read through its Read everywhere but on Linux.
@@ -15,3 +17,5 @@ func (in *Inbound) readRaw(*os.File) {}
 func segmentationOffload(*os.File) bool { return false }
 
 func deviceWriter(f *os.File) io.Writer { return f }
+
+func (in *Inbound) pollRaw(*netx.Poller, *os.File) error { return netx.ErrNoPoller }

@@ -16,6 +16,7 @@ import (
 
 	"switchyard/inbound"
 	"switchyard/internal/netstack"
+	"switchyard/netx"
 )
 
 // Inbound is one running TUN inbound: its device, its stack, the
@@ -29,6 +30,10 @@ type Inbound struct {
 	// (deviceWriter), or a test's stand-in.
 	raw    *os.File
 	rawOut io.Writer
+	// poller reads raw and the associations' direct sockets on one
+	// goroutine (netx.Poller); nil where there is none: raw then has a
+	// reader goroutine, and every sub-link too.
+	poller *netx.Poller
 	// segment: the kernel takes UDP segmentation offload on raw's writes
 	// (replies.go); cleared if a write says otherwise.
 	segment atomic.Bool
@@ -83,8 +88,23 @@ func run(cfg Config, dev tun.Device, conn inbound.Connector, log *slog.Logger) (
 	fwd := tcp.NewForwarder(st.Stack(), 0, cfg.MaxHandshakes, in.handleTCP)
 	st.Stack().SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	st.Stack().SetTransportProtocolHandler(udp.ProtocolNumber, in.handleUDP)
-	in.wg.Add(4)
-	go in.readDevice()
+	if in.raw != nil {
+		if p, err := netx.NewPoller(); err != nil {
+			log.Debug("tun: no poller: the device and each association's sockets have reader goroutines", "error", err)
+		} else {
+			in.poller = p // before the device's first turn, which opens associations
+			if err := in.pollRaw(p, in.raw); err != nil {
+				in.poller = nil
+				p.Close()
+				log.Debug("tun: the poller cannot watch the device: it has a reader goroutine", "error", err)
+			}
+		}
+	}
+	if in.poller == nil {
+		in.wg.Add(1)
+		go in.readDevice()
+	}
+	in.wg.Add(3)
 	go in.writeDevice()
 	go in.drainEvents()
 	go in.udp.sweep()
@@ -229,6 +249,9 @@ func (in *Inbound) close(remove bool) error {
 		in.udp.close()
 		in.stack.Close()
 		errs = append(errs, in.dev.Close())
+		if in.poller != nil {
+			in.poller.Close()
+		}
 		in.wg.Wait()
 		if in.unblock != nil && remove {
 			errs = append(errs, in.unblock())

@@ -121,6 +121,9 @@ func (as *associations) get(src netip.AddrPort) *association {
 	p, push := a.link.(netx.PacketPusher)
 	if b, ok := a.link.(netx.BatchPusher); ok {
 		b.PushBatches(a.newBatch)
+		if d, ok := a.link.(netx.PollDriven); ok && as.in.poller != nil {
+			d.DriveWith(as.in.poller)
+		}
 	} else if push {
 		p.PushPackets(a.reply)
 	} else if !as.in.begin() {
