@@ -99,7 +99,8 @@ func (d *Dialer) BindDual(ctx context.Context, families []Family, log *slog.Logg
 // the caller's goroutine; once both are in use, one goroutine per family
 // reads and hands datagrams over. Readers take a buffer only once a
 // datagram is waiting (WaitPacket, then ReadFrom; or GetBuf in the
-// goroutines), so an idle link holds none.
+// goroutines), so an idle link holds none. Or a Poller reads both sockets
+// instead of any reader (PollSources, udp_poll_linux.go).
 type DualUDP struct {
 	socks [2]*net.UDPConn // by Family
 	waits [2]*DatagramWaiter

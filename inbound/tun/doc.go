@@ -6,7 +6,15 @@
 // Packets. One goroutine reads the device and hands each packet to the
 // stack; another writes what the stack emits back to the device. The
 // stack's queue of emitted packets, its TCP buffers and the handshakes in
-// progress are bounded (Config).
+// progress are bounded (Config). A device read through its file (Linux,
+// opened with offloads) is read on a netx.Poller's goroutine, which also
+// reads the direct sockets of every UDP association: one wake-up for
+// whatever is ready at once, instead of a goroutine each (see
+// netx/poller_linux.go for what that gave). A sub-link through a proxy
+// keeps its reader goroutine. The device's turn and the replies share
+// that goroutine: a send that blocks on it (a proxy's stream whose
+// buffer is full) holds the direct replies too, as it always held the
+// device's reads.
 //
 // TCP. The stack's TCP forwarder hands each SYN to the inbound, which
 // routes the flow (Connector.ConnectStream) toward the real destination
