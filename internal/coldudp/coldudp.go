@@ -245,19 +245,23 @@ func Prepare[T any](ctx context.Context, o Options[T]) (int, T, error) {
 		stopWake = func() bool { return false }
 		if s.next < o.Candidates && s.flight < MaxInFlight {
 			// Read the time again: the next start may have fallen due
-			// meanwhile, and is then started on the next turn.
-			if d := s.begun.Add(Offset(s.next)).Sub(s.clock.Now()); d > 0 {
-				stopWake = s.clock.AfterFunc(d, func() {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				})
-			} else {
+			// meanwhile, and is then started on the next turn. A timer
+			// runs d from its arming, not from the read: when the start
+			// fell due in between, the turn comes now, not d late.
+			signal := func() {
 				select {
 				case wake <- struct{}{}:
 				default:
 				}
+			}
+			due := s.begun.Add(Offset(s.next))
+			if d := due.Sub(s.clock.Now()); d > 0 {
+				stopWake = s.clock.AfterFunc(d, signal)
+				if !s.clock.Now().Before(due) {
+					signal()
+				}
+			} else {
+				signal()
 			}
 		}
 		for _, i := range due {

@@ -33,6 +33,7 @@ type outcome struct {
 type rig struct {
 	t       *testing.T
 	clock   *healthtest.Clock
+	sched   Clock // the scheduler's clock: clock unless a test wraps it
 	t0      time.Time
 	n       int
 	release []chan outcome
@@ -117,7 +118,7 @@ func (r *rig) run(ctx context.Context, deadline time.Duration) <-chan prepared {
 			r.mu.Unlock()
 		},
 		Deadline: deadline,
-		Clock:    r.clock,
+		Clock:    r.schedClock(),
 		returned: func(i int) { r.back <- i },
 	}
 	go func() {
@@ -125,6 +126,13 @@ func (r *rig) run(ctx context.Context, deadline time.Duration) <-chan prepared {
 		out <- prepared{i, v, err}
 	}()
 	return out
+}
+
+func (r *rig) schedClock() Clock {
+	if r.sched != nil {
+		return r.sched
+	}
+	return r.clock
 }
 
 // waitStart waits for candidate i to start and checks its offset.
@@ -503,4 +511,42 @@ func TestNoCandidate(t *testing.T) {
 	if _, _, err := Prepare(context.Background(), Options[int]{}); !errors.Is(err, ErrNoCandidates) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// lateClock is a fake clock whose time moves on by the interval asked
+// for while the scheduler arms its third timer, between its reading of
+// the time and the arming, as a preempted scheduler's clock does. The
+// first two are the deadline's and the wake-up of the second start; the
+// third re-arms that wake-up once the first attempt failed.
+type lateClock struct {
+	*healthtest.Clock
+	mu    sync.Mutex
+	armed int
+}
+
+func (c *lateClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	c.armed++
+	late := c.armed == 3
+	c.mu.Unlock()
+	if late {
+		c.Advance(d)
+	}
+	return c.Clock.AfterFunc(d, f)
+}
+
+// A start that falls due while its wake-up is being armed comes at once,
+// not a whole interval after it was due.
+func TestAStartDueWhileItsTimerIsArmedIsNotLate(t *testing.T) {
+	r := newRig(t, 2)
+	r.sched = &lateClock{Clock: r.clock}
+	r.release[0] <- outcome{err: errDown}
+	r.release[1] <- outcome{v: 1}
+	out := r.run(context.Background(), 0)
+	r.waitStart(0, 0)
+	r.waitStart(1, Offset(1)) // nothing advances the clock any more
+	if p := r.result(out); p.err != nil || p.i != 1 {
+		t.Fatalf("prepared %+v, want candidate 1", p)
+	}
+	r.allEnded()
 }
