@@ -4,9 +4,13 @@ import (
 	"net/netip"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The calls here are raw (rawio_linux.go): the socket is non-blocking.
+// The call numbers are x/sys/unix's, which has the socket calls of
+// every Linux architecture (the syscall package has no recvfrom on 386).
 
 // recvFrom takes the datagram waiting on fd into b, without waiting, and
 // returns its length and sender (unmapped; invalid for a sender that is no
@@ -16,7 +20,7 @@ func recvFrom(fd uintptr, b []byte) (int, netip.AddrPort, error) {
 	var rsa syscall.RawSockaddrAny
 	for {
 		alen := uint32(syscall.SizeofSockaddrAny)
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
+		n, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
 			syscall.MSG_DONTWAIT, uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&alen)))
 		switch errno {
 		case 0:
@@ -38,7 +42,7 @@ func peekFrom(fd uintptr) (int, netip.AddrPort, error) {
 	var rsa syscall.RawSockaddrAny
 	for {
 		alen := uint32(syscall.SizeofSockaddrAny)
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		n, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
 			syscall.MSG_PEEK|syscall.MSG_TRUNC|syscall.MSG_DONTWAIT,
 			uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&alen)))
 		switch errno {
@@ -72,7 +76,7 @@ func sockaddrAddrPort(rsa *syscall.RawSockaddrAny) netip.AddrPort {
 func discardNext(fd uintptr) {
 	var b [1]byte
 	for {
-		_, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		_, _, errno := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
 			syscall.MSG_TRUNC|syscall.MSG_DONTWAIT, 0, 0)
 		if errno != syscall.EINTR {
 			return

@@ -15,7 +15,7 @@ import (
 func probeFD(fd uintptr) probe {
 	var b [1]byte
 	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		n, _, errno := syscall.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
 			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 		switch {
 		case errno == syscall.EINTR:
