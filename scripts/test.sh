@@ -28,7 +28,7 @@ go test -race -timeout 25m -count=1 ./... "$@"
 alloc_tests=(
 	"./transport/ TestSteadyStateAllocations"
 	"./relay/ TestCopyBufFitAllocs"
-	"./netx/ TestDatagramWaiterFromAllocatesNothing"
+	"./netx/ TestDatagramWaiterFromAllocatesNothing TestPollReadAllocatesNothing"
 	"./outbound/shadowsocks/ TestWritesDoNotAllocate TestPacketLinkWriteAllocations"
 	"./outbound/wireguard/ TestWritePacketAddsNoAllocation TestWaitPacketAllocatesNothing TestIdleLinkMemory"
 	"./outbound/internal/proxyconn/ TestIdleLinkMemory"
