@@ -18,6 +18,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
 	"switchyard/fanout"
+	"switchyard/inbound/internal/inboundtest"
 	"switchyard/netx"
 	"switchyard/outbound"
 	"switchyard/outbound/direct"
@@ -70,6 +71,25 @@ func (c directConnector) OpenAssociation(f netx.Flow) netx.PacketLink {
 	return fanout.New(c.cell, f, c.tracker, nil)
 }
 
+// seqpacketPair is a non-blocking SOCK_SEQPACKET pair, each message one
+// packet: the first end stands for the device's file, the second for the
+// application's side. Both close when the test ends.
+func seqpacketPair(t *testing.T) (dev, app *os.File) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev, app = os.NewFile(uintptr(fds[0]), "device"), os.NewFile(uintptr(fds[1]), "app")
+	t.Cleanup(func() { dev.Close(); app.Close() })
+	return dev, app
+}
+
 // udp4Packet is an IPv4 UDP packet (no UDP checksum) behind a zero
 // virtio-net header.
 func udp4Packet(src, dst netip.AddrPort, payload []byte) []byte {
@@ -91,37 +111,9 @@ func udp4Packet(src, dst netip.AddrPort, payload []byte) []byte {
 // goroutine of the device's, none per sub-link, and every datagram's
 // reply reaches its application.
 func TestTheDeviceAndItsDirectSocketsShareOnePoller(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range fds {
-		if err := unix.SetNonblock(fd, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dev := &pairDevice{f: os.NewFile(uintptr(fds[0]), "device"), events: make(chan tun.Event)}
-	app := os.NewFile(uintptr(fds[1]), "app")
-	defer app.Close()
-
-	echo, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoDone := make(chan struct{})
-	go func() {
-		defer close(echoDone)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := echo.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			echo.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	defer func() { echo.Close(); <-echoDone }()
-	echoAddr := echo.LocalAddr().(*net.UDPAddr).AddrPort()
+	devFile, app := seqpacketPair(t)
+	dev := &pairDevice{f: devFile, events: make(chan tun.Event)}
+	echoAddr := inboundtest.UDPEcho(t).LocalAddr().(*net.UDPAddr).AddrPort()
 
 	out := direct.New(netx.Auto, outbound.Deps{Dialer: netx.NewDialer(netx.SocketPolicy{}, 0)})
 	tgt := plane.NewTarget(plane.OutboundID{Tag: "direct", Version: 1}, out)

@@ -31,17 +31,7 @@ type replyLab struct {
 
 func newReplyLab(t *testing.T, app netip.AddrPort, peers ...netip.AddrPort) *replyLab {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range fds {
-		if err := unix.SetNonblock(fd, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw, peer := os.NewFile(uintptr(fds[0]), "raw"), os.NewFile(uintptr(fds[1]), "peer")
-	t.Cleanup(func() { raw.Close(); peer.Close() })
+	raw, peer := seqpacketPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	in := &Inbound{cfg: Config{MTU: 1500}, raw: raw, rawOut: raw, log: slog.New(slog.DiscardHandler), ctx: ctx, cancel: cancel}
